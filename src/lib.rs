@@ -1,0 +1,10 @@
+//! lpa — the Linkerd proxy log analyzer.
+//!
+//! Data flows one way: bytes ([`input`]) → lines → events ([`parse`]) →
+//! findings and aggregates ([`rules`], [`report`]) → output.
+
+pub mod cli;
+pub mod input;
+pub mod parse;
+pub mod pipeline;
+pub mod report;

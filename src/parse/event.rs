@@ -1,0 +1,322 @@
+//! The event model: one record per log entry, borrowing from the input buffer.
+//!
+//! Plain-text proxy lines are tokenized without allocating: every string is a
+//! slice of the input and the small vectors live inline. JSON lines, ANSI
+//! coloured lines and multi-line records fall back to owned strings (`Cow`).
+
+use serde::Serialize;
+use smallvec::SmallVec;
+use std::borrow::Cow;
+
+pub type Str<'a> = Cow<'a, str>;
+pub type Fields<'a> = SmallVec<[(Str<'a>, Str<'a>); 6]>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl Level {
+    /// Accepts every spelling the producers use: `INFO`, `info`, `warning`,
+    /// `ERR!`, `DBUG`, klog's `I`/`W`/`E`/`F`, logrus `fatal`/`panic`.
+    pub fn parse(s: &str) -> Option<Level> {
+        let l = match s.len() {
+            1 => match s.as_bytes()[0] {
+                b'I' => Level::Info,
+                b'W' => Level::Warn,
+                b'E' | b'F' => Level::Error,
+                _ => return None,
+            },
+            _ => match s.to_ascii_lowercase().as_str() {
+                "trace" | "trce" => Level::Trace,
+                "debug" | "dbug" => Level::Debug,
+                "info" => Level::Info,
+                "warn" | "warning" => Level::Warn,
+                "error" | "err!" | "fatal" | "panic" | "crit" => Level::Error,
+                _ => return None,
+            },
+        };
+        Some(l)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Trace => "trace",
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+
+    pub const ALL: [Level; 5] = [
+        Level::Trace,
+        Level::Debug,
+        Level::Info,
+        Level::Warn,
+        Level::Error,
+    ];
+}
+
+/// Which program wrote the line, as told by its grammar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Producer {
+    /// linkerd2-proxy plain text, `[uptime] LEVEL …` (v2.91 → HEAD).
+    ProxyPlain,
+    /// linkerd2-proxy JSON (`LINKERD2_PROXY_LOG_FORMAT=json`).
+    ProxyJson,
+    /// linkerd2-proxy before stable-2.7: `LEVEL [uptime] target message`.
+    ProxyLegacy,
+    /// The proxy's access log, apache common format.
+    AccessApache,
+    /// The proxy's access log, JSON.
+    AccessJson,
+    /// Go control plane (and proxy-init ≥ v1.4), logrus text.
+    Logrus,
+    /// Go control plane, logrus JSON.
+    LogrusJson,
+    /// client-go's klog header lines.
+    Klog,
+    /// The Rust policy controller (kubert: RFC 3339 then the tracing layout).
+    PolicyController,
+    /// proxy-init ≤ v1.3, Go stdlib `log` lines.
+    ProxyInit,
+    /// A Rust panic with its note and backtrace.
+    RustPanic,
+    /// A Go panic with its goroutine dump.
+    GoPanic,
+}
+
+impl Producer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Producer::ProxyPlain => "proxy-plain",
+            Producer::ProxyJson => "proxy-json",
+            Producer::ProxyLegacy => "proxy-legacy",
+            Producer::AccessApache => "access-apache",
+            Producer::AccessJson => "access-json",
+            Producer::Logrus => "logrus",
+            Producer::LogrusJson => "logrus-json",
+            Producer::Klog => "klog",
+            Producer::PolicyController => "policy-controller",
+            Producer::ProxyInit => "proxy-init",
+            Producer::RustPanic => "rust-panic",
+            Producer::GoPanic => "go-panic",
+        }
+    }
+
+    pub fn is_proxy(self) -> bool {
+        matches!(
+            self,
+            Producer::ProxyPlain | Producer::ProxyJson | Producer::ProxyLegacy
+        )
+    }
+}
+
+/// Log eras, as far as the format tells them apart. Advice depends on them
+/// (`linkerd endpoints` before 2.10, `linkerd diagnostics policy` from 2.12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Era {
+    #[serde(rename = "2.7-2.9")]
+    Upto2_9,
+    #[serde(rename = "2.10-2.11")]
+    V2_10,
+    #[serde(rename = "2.12-2.14")]
+    V2_12,
+    #[serde(rename = "2.15+")]
+    V2_15,
+}
+
+impl Era {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Upto2_9 => "2.7-2.9",
+            Era::V2_10 => "2.10-2.11",
+            Era::V2_12 => "2.12-2.14",
+            Era::V2_15 => "2.15+",
+        }
+    }
+
+    /// The era of a Linkerd release (`2.10`, `stable-2.14.1`, `edge-24.5.1`).
+    pub fn of_linkerd_version(v: &str) -> Option<Era> {
+        let v = v.trim().trim_start_matches('v');
+        if let Some(rest) = v.strip_prefix("edge-") {
+            let year: u32 = rest.split('.').next()?.parse().ok()?;
+            // edge-24.2 shipped 2.15; every edge release since is 2.15+.
+            return Some(if year >= 24 {
+                Era::V2_15
+            } else if year >= 22 {
+                Era::V2_12
+            } else if year >= 21 {
+                Era::V2_10
+            } else {
+                Era::Upto2_9
+            });
+        }
+        let v = v.strip_prefix("stable-").unwrap_or(v);
+        let mut it = v.split('.');
+        let major: u32 = it.next()?.parse().ok()?;
+        let minor: u32 = it.next()?.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok()?;
+        if major != 2 {
+            return None;
+        }
+        Some(Self::of_minor(minor))
+    }
+
+    fn of_minor(minor: u32) -> Era {
+        match minor {
+            0..=9 => Era::Upto2_9,
+            10 | 11 => Era::V2_10,
+            12..=14 => Era::V2_12,
+            _ => Era::V2_15,
+        }
+    }
+
+    /// The era of a proxy release (`2.210.4` from the proxy's startup banner).
+    pub fn of_proxy_version(v: &str) -> Option<Era> {
+        let mut it = v.split('.');
+        if it.next()? != "2" {
+            return None;
+        }
+        let minor: u32 = it.next()?.parse().ok()?;
+        Some(match minor {
+            0..=127 => Era::Upto2_9,
+            128..=169 => Era::V2_10,
+            170..=219 => Era::V2_12,
+            _ => Era::V2_15,
+        })
+    }
+}
+
+/// What was stripped from the front of the line before tokenizing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wrapper<'a> {
+    /// `kubectl logs --timestamps` (or stern `--timestamps`) RFC 3339 time.
+    pub timestamp: Option<&'a str>,
+    pub pod: Option<&'a str>,
+    pub container: Option<&'a str>,
+    /// `kubectl --prefix`, `stern`, `csv` (aggregator export), `quote` (`> `).
+    pub kind: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span<'a> {
+    pub name: Str<'a>,
+    pub fields: SmallVec<[(Str<'a>, Str<'a>); 2]>,
+}
+
+impl<'a> Span<'a> {
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+}
+
+/// One log entry.
+#[derive(Debug, Clone)]
+pub struct Event<'a> {
+    /// 1-based number of the first physical line in its source.
+    pub line: u64,
+    /// Physical lines the event covers (panics and init output span several).
+    pub lines: u32,
+    pub producer: Producer,
+    pub wrapper: Wrapper<'a>,
+    /// Seconds since the proxy started.
+    pub uptime: Option<f64>,
+    /// Wall-clock time written by the producer itself (JSON, logrus, kubert).
+    pub timestamp: Option<Str<'a>>,
+    pub level: Option<Level>,
+    pub thread: Option<Str<'a>>,
+    pub spans: SmallVec<[Span<'a>; 6]>,
+    pub target: Option<Str<'a>>,
+    pub message: Option<Str<'a>>,
+    pub fields: Fields<'a>,
+    /// The line as the producer wrote it (wrappers stripped): evidence text.
+    pub text: Str<'a>,
+    /// The head of the line was lost in the copy (`ThreadId(01) …` with no
+    /// uptime or level); the rest was recovered leniently.
+    pub truncated_head: bool,
+    /// Continuation lines of a multi-line event, joined with `\n`.
+    pub continuation: Option<String>,
+}
+
+impl<'a> Event<'a> {
+    pub fn new(producer: Producer, text: Str<'a>) -> Self {
+        Event {
+            line: 0,
+            lines: 1,
+            producer,
+            wrapper: Wrapper::default(),
+            uptime: None,
+            timestamp: None,
+            level: None,
+            thread: None,
+            spans: SmallVec::new(),
+            target: None,
+            message: None,
+            fields: SmallVec::new(),
+            text,
+            truncated_head: false,
+            continuation: None,
+        }
+    }
+
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// The first span field with this key, innermost span first.
+    pub fn span_field(&self, key: &str) -> Option<&str> {
+        self.spans.iter().rev().find_map(|s| s.field(key))
+    }
+
+    pub fn span(&self, name: &str) -> Option<&Span<'a>> {
+        self.spans.iter().rev().find(|s| s.name == name)
+    }
+
+    pub fn has_span(&self, name: &str) -> bool {
+        self.spans.iter().any(|s| s.name == name)
+    }
+
+    pub fn message(&self) -> &str {
+        self.message.as_deref().unwrap_or("")
+    }
+
+    pub fn target(&self) -> &str {
+        self.target.as_deref().unwrap_or("")
+    }
+}
+
+/// One unit of output: an event or a line no grammar matched.
+#[derive(Debug, Clone)]
+pub enum Record<'a> {
+    Event(Event<'a>),
+    Unparsed { line: u64, text: Str<'a> },
+}
+
+impl<'a> Record<'a> {
+    pub fn line(&self) -> u64 {
+        match self {
+            Record::Event(e) => e.line,
+            Record::Unparsed { line, .. } => *line,
+        }
+    }
+
+    pub fn lines(&self) -> u32 {
+        match self {
+            Record::Event(e) => e.lines,
+            Record::Unparsed { .. } => 1,
+        }
+    }
+}

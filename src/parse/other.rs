@@ -1,0 +1,196 @@
+//! Producers beside the proxy that share its log stream: the Go control
+//! plane (logrus text, klog), proxy-init, the apache access log, and panics.
+
+use super::event::{Event, Level, Producer};
+use std::borrow::Cow;
+
+/// logrus `TextFormatter`: `time="…" level=info msg="…" k=v k="v"`.
+pub fn logrus(s: &str) -> Option<Event<'_>> {
+    if !s.starts_with("time=\"") && !s.starts_with("level=") {
+        return None;
+    }
+    let mut ev = Event::new(Producer::Logrus, Cow::Borrowed(s));
+    for (k, v) in logfmt(s) {
+        match k {
+            "time" => ev.timestamp = Some(v),
+            "level" => ev.level = Level::parse(&v),
+            "msg" => ev.message = Some(v),
+            _ => ev.fields.push((Cow::Borrowed(k), v)),
+        }
+    }
+    ev.level?;
+    Some(ev)
+}
+
+/// `key=bare` or `key="Go %q quoted"` pairs.
+fn logfmt(s: &str) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < b.len() && b[i] == b' ' {
+            i += 1;
+        }
+        let eq = i + s[i..].find('=')?;
+        let key = &s[i..eq];
+        if key.contains(' ') {
+            return None;
+        }
+        let start = eq + 1;
+        if b.get(start) == Some(&b'"') {
+            let mut j = start + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            let end = j.min(b.len());
+            i = end + 1;
+            Some((key, go_unquote(&s[start + 1..end])))
+        } else {
+            let end = s[start..].find(' ').map_or(b.len(), |e| start + e);
+            i = end;
+            Some((key, Cow::Borrowed(&s[start..end])))
+        }
+    })
+}
+
+fn go_unquote(s: &str) -> Cow<'_, str> {
+    if !s.contains('\\') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            match it.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(o) => out.push(o),
+                None => {}
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// klog: `I0203 21:30:23.123456       1 reflector.go:219] message`.
+pub fn klog(s: &str) -> Option<Event<'_>> {
+    let b = s.as_bytes();
+    if b.len() < 22 || !matches!(b[0], b'I' | b'W' | b'E' | b'F') {
+        return None;
+    }
+    if !b[1..5].iter().all(u8::is_ascii_digit) || b[5] != b' ' || b[8] != b':' {
+        return None;
+    }
+    let close = s.find("] ")?;
+    let head = &s[..close];
+    let src = head.rsplit(' ').next()?;
+    if !src.contains(".go:") {
+        return None;
+    }
+    let mut ev = Event::new(Producer::Klog, Cow::Borrowed(s));
+    ev.level = Level::parse(&s[..1]);
+    // `0203 21:30:23.123456`: month-day and time; klog prints no year.
+    let time_end = s[6..].find(' ').map_or(close, |e| 6 + e);
+    ev.timestamp = Some(Cow::Borrowed(&s[1..time_end]));
+    ev.target = Some(Cow::Borrowed(src));
+    ev.message = Some(Cow::Borrowed(&s[close + 2..]));
+    Some(ev)
+}
+
+/// proxy-init ≤ v1.3 (Go stdlib `log`): `2020/07/15 16:22:43 message`.
+pub fn proxy_init(s: &str) -> Option<Event<'_>> {
+    let b = s.as_bytes();
+    if b.len() < 20
+        || !(b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'/' && b[7] == b'/')
+        || b[10] != b' '
+        || b[13] != b':'
+        || b[19] != b' '
+    {
+        return None;
+    }
+    let mut ev = Event::new(Producer::ProxyInit, Cow::Borrowed(s));
+    ev.timestamp = Some(Cow::Borrowed(&s[..19]));
+    let msg = &s[20..];
+    ev.level = Some(if msg.starts_with("Error") || msg.starts_with("Aborting") {
+        Level::Error
+    } else {
+        Level::Info
+    });
+    ev.message = Some(Cow::Borrowed(msg));
+    Some(ev)
+}
+
+/// Apache common access log: `IP:port ID - [ts] "METHOD URI VERSION" STATUS`.
+pub fn access_apache(s: &str) -> Option<Event<'_>> {
+    let (addr, rest) = s.split_once(' ')?;
+    if !addr.contains(':') || !addr.bytes().next()?.is_ascii_hexdigit() && !addr.starts_with('[') {
+        return None;
+    }
+    let (id, rest) = rest.split_once(" - [")?;
+    let (ts, rest) = rest.split_once("] \"")?;
+    let (req, status) = rest.rsplit_once('"')?;
+    let mut parts = req.splitn(3, ' ');
+    let (method, uri, version) = (parts.next()?, parts.next()?, parts.next()?);
+    if !version.starts_with("HTTP/") {
+        return None;
+    }
+    let mut ev = Event::new(Producer::AccessApache, Cow::Borrowed(s));
+    ev.timestamp = Some(Cow::Borrowed(ts));
+    ev.level = Some(Level::Info);
+    ev.fields.push((Cow::Borrowed("client.addr"), Cow::Borrowed(addr)));
+    ev.fields.push((Cow::Borrowed("client.id"), Cow::Borrowed(id)));
+    ev.fields.push((Cow::Borrowed("method"), Cow::Borrowed(method)));
+    ev.fields.push((Cow::Borrowed("uri"), Cow::Borrowed(uri)));
+    ev.fields.push((Cow::Borrowed("version"), Cow::Borrowed(version)));
+    let status = status.trim();
+    if !status.is_empty() {
+        ev.fields.push((Cow::Borrowed("status"), Cow::Borrowed(status)));
+    }
+    Some(ev)
+}
+
+/// Rust `thread 'x' panicked at …` or Go `panic: …` / `goroutine N [`.
+pub fn panic(s: &str) -> Option<Event<'_>> {
+    let producer = if s.starts_with("thread '") && s.contains("' panicked at")
+        || s.starts_with("thread '") && s.contains(") panicked at")
+    {
+        Producer::RustPanic
+    } else if s.starts_with("panic: ") || (s.starts_with("goroutine ") && s.ends_with("]:")) {
+        Producer::GoPanic
+    } else {
+        return None;
+    };
+    let mut ev = Event::new(producer, Cow::Borrowed(s));
+    ev.level = Some(Level::Error);
+    ev.message = Some(Cow::Borrowed(s));
+    Some(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logrus_quoting() {
+        let ev = logrus(r#"time="2023-01-10T10:00:00Z" level=warning msg="Failed to get endpoints" addr=":8086" component=endpoints-watcher error="endpoints \"web\" not found" cluster= ns=default"#).unwrap();
+        assert_eq!(ev.level, Some(Level::Warn));
+        assert_eq!(ev.message(), "Failed to get endpoints");
+        assert_eq!(ev.field("error"), Some("endpoints \"web\" not found"));
+        assert_eq!(ev.field("cluster"), Some(""));
+        assert_eq!(ev.field("ns"), Some("default"));
+    }
+
+    #[test]
+    fn klog_and_init_and_access() {
+        let ev = klog("E0203 21:30:24.000001       1 reflector.go:138] k8s.io/client-go: Failed to watch *v1.Pod").unwrap();
+        assert_eq!(ev.level, Some(Level::Error));
+        assert_eq!(ev.target(), "reflector.go:138");
+        assert_eq!(ev.timestamp.as_deref(), Some("0203 21:30:24.000001"));
+        let ev = proxy_init("2020/07/15 16:22:43 < Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)").unwrap();
+        assert_eq!(ev.message(), "< Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)");
+        let ev = access_apache(r#"[fd00::9]:41000 - - [2025-05-01T08:00:00.5Z] "GET / HTTP/1.1" 503"#).unwrap();
+        assert_eq!(ev.field("status"), Some("503"));
+        assert_eq!(ev.field("client.addr"), Some("[fd00::9]:41000"));
+    }
+}

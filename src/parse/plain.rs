@@ -1,0 +1,374 @@
+//! The tracing `Full` text layout: the proxy's plain format, the policy
+//! controller's, and lenient forms of both as they survive a copy-paste.
+//!
+//! `[UPTIME] LEVEL [ThreadId(NN)] [span{f}:span:…: ]target: body`
+
+use super::event::{Event, Level, Producer, Span};
+use super::fields::{split_body, push_fields};
+use memchr::memchr;
+use smallvec::SmallVec;
+use std::borrow::Cow;
+
+/// `[   12.345678s]` → seconds, the rest after `]`, and the fraction's digit
+/// count (more than 6 digits: integer nanoseconds, proxies ≤ v2.115).
+pub fn uptime(s: &str) -> Option<(f64, usize, &str)> {
+    let b = s.as_bytes();
+    if b.first() != Some(&b'[') {
+        return None;
+    }
+    let close = memchr(b']', b)?;
+    let inner = s[1..close].trim_start().strip_suffix('s')?;
+    let (secs, frac) = inner.split_once('.')?;
+    if secs.is_empty()
+        || frac.is_empty()
+        || frac.len() > 9
+        || !secs.bytes().all(|c| c.is_ascii_digit())
+        || !frac.bytes().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let secs: f64 = secs.parse().ok()?;
+    let frac_v: f64 = frac.parse().ok()?;
+    let scale = if frac.len() > 6 { 1e9 } else { 10f64.powi(frac.len() as i32) };
+    Some((secs + frac_v / scale, frac.len(), &s[close + 1..]))
+}
+
+fn level_word(s: &str) -> Option<(Level, &str)> {
+    let s = s.trim_start_matches(' ');
+    let end = s.find(' ').unwrap_or(s.len());
+    let lvl = match &s[..end] {
+        "TRACE" => Level::Trace,
+        "DEBUG" => Level::Debug,
+        "INFO" => Level::Info,
+        "WARN" => Level::Warn,
+        "ERROR" => Level::Error,
+        _ => return None,
+    };
+    Some((lvl, s[end..].trim_start_matches(' ')))
+}
+
+fn thread_id(s: &str) -> Option<(&str, &str)> {
+    let r = s.strip_prefix("ThreadId(")?;
+    let close = r.find(')')?;
+    let id = &r[..close];
+    if id.is_empty() || !id.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((id, r[close + 1..].trim_start_matches(' ')))
+}
+
+/// Proxy plain format, strict head: `[uptime] LEVEL …`.
+pub fn proxy_plain(s: &str) -> Option<Event<'_>> {
+    let (up, frac_digits, rest) = uptime(s)?;
+    let (level, rest) = level_word(rest)?;
+    let mut ev = Event::new(Producer::ProxyPlain, Cow::Borrowed(s));
+    ev.level = Some(level);
+    let rest = match thread_id(rest) {
+        Some((t, r)) => {
+            ev.thread = Some(Cow::Borrowed(t));
+            r
+        }
+        None => rest,
+    };
+    // Before v2.116 the fraction is integer nanoseconds printed `{:06}`, so
+    // six digits mean nanoseconds too when the line has no thread id (v2.91).
+    ev.uptime = Some(if frac_digits == 6 && ev.thread.is_none() {
+        up.trunc() + (up.fract() * 1e6).round() / 1e9
+    } else {
+        up
+    });
+    tracing_tail(rest, &mut ev, false)?;
+    Some(ev)
+}
+
+/// The policy controller: RFC 3339 (its own clock), then the same layout
+/// without thread ids.
+pub fn policy_controller(s: &str) -> Option<Event<'_>> {
+    let n = crate::input::wrap::rfc3339_len(s)?;
+    let (level, rest) = level_word(&s[n..])?;
+    let mut ev = Event::new(Producer::PolicyController, Cow::Borrowed(s));
+    ev.timestamp = Some(Cow::Borrowed(&s[..n]));
+    ev.level = Some(level);
+    tracing_tail(rest, &mut ev, false)?;
+    Some(ev)
+}
+
+/// What survives a copy that lost the head: `WARN ThreadId(01) …`,
+/// `ThreadId(01) …`, `Jan 15 16:34:57.892 WARN  ThreadId(01) …`, `INFO
+/// inbound: linkerd_app_core::serve: …`, or `inbound: linkerd_app::…: …`.
+/// Accepted only when a known target anchors the line.
+pub fn lenient(s: &str) -> Option<Event<'_>> {
+    let mut ev = Event::new(Producer::ProxyPlain, Cow::Borrowed(s));
+    ev.truncated_head = true;
+    let mut rest = s;
+    if let Some(pos) = s.find("ThreadId(").filter(|&p| p < 48) {
+        let before = s[..pos].trim_end();
+        let lvl = before.rsplit(' ').next().and_then(|w| level_word(w).map(|l| l.0));
+        if lvl.is_none() && !before.is_empty() && !before.ends_with(']') {
+            return None;
+        }
+        ev.level = lvl;
+        let (t, r) = thread_id(&s[pos..])?;
+        ev.thread = Some(Cow::Borrowed(t));
+        rest = r;
+    } else if let Some((lvl, r)) = level_word(s) {
+        ev.level = Some(lvl);
+        rest = r;
+    }
+    tracing_tail(rest, &mut ev, true)?;
+    Some(ev)
+}
+
+/// Crate roots that mark a head as a tracing target (§1.6, rule 3a).
+const KNOWN_ROOTS: &[&str] = &[
+    "linkerd", "h2", "hyper", "tower", "rustls", "trust_dns", "hickory", "kube", "kubert",
+    "tokio", "want", "mio",
+];
+
+fn is_target(s: &str) -> bool {
+    !s.is_empty()
+        && s.split("::").all(|seg| {
+            let b = seg.as_bytes();
+            !b.is_empty()
+                && (b[0].is_ascii_alphabetic() || b[0] == b'_')
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+        })
+}
+
+fn has_known_root(s: &str) -> bool {
+    s.contains("::") || KNOWN_ROOTS.iter().any(|r| s.starts_with(r))
+}
+
+/// Index of the first `": "` outside brackets and quotes, or the final `:`
+/// when the line ends there (an event with an empty body).
+fn head_end(b: &[u8]) -> Option<usize> {
+    let mut depth = 0i32;
+    let mut in_quote = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if in_quote {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_quote = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' if depth > 0 => in_quote = true,
+                b'{' | b'(' => depth += 1,
+                b'}' | b')' => depth -= 1,
+                b':' if depth == 0 => {
+                    if b.get(i + 1) == Some(&b' ') || i + 1 == b.len() {
+                        return Some(i);
+                    }
+                    if b.get(i + 1) == Some(&b':') {
+                        i += 1;
+                    }
+                }
+                b' ' if depth == 0 && i > 0 => {
+                    // Span contexts and targets hold no top-level space.
+                    return None;
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Does the head hold a span context (braces or a single `:`)?
+fn is_span_context(h: &str) -> bool {
+    let b = h.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' => return true,
+            b':' if b.get(i + 1) == Some(&b':') => i += 1,
+            b':' => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// `inbound:accept{client.addr=…}:direct:http{v=h2}` → spans.
+fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 6]>) {
+    let b = h.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        while i < b.len() && b[i] != b'{' && !(b[i] == b':' && b.get(i + 1) != Some(&b':')) {
+            if b[i] == b':' {
+                i += 1;
+            }
+            i += 1;
+        }
+        let name_end = i.min(b.len());
+        let mut span = Span {
+            name: Cow::Borrowed(&h[start..name_end]),
+            fields: SmallVec::new(),
+        };
+        if b.get(i) == Some(&b'{') {
+            let close = matching_brace(b, i).unwrap_or(b.len());
+            let inner = &h[i + 1..close.min(b.len())];
+            split_body(inner, &mut span.fields, false);
+            i = close + 1;
+        }
+        if !span.name.is_empty() || !span.fields.is_empty() {
+            out.push(span);
+        }
+        // skip the `:` separator
+        i += 1;
+    }
+}
+
+fn matching_brace(b: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    let mut i = open;
+    let mut in_quote = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_quote {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_quote = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_quote = true,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Spans, target and body after the level (and thread). With `anchored`
+/// the line is only accepted when the target is a known crate path.
+pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Option<()> {
+    let b = rest.as_bytes();
+    let Some(h1_end) = head_end(b) else {
+        if anchored {
+            return None;
+        }
+        // No target at all: keep the text as the message.
+        ev.message = Some(Cow::Borrowed(rest)).filter(|m| !m.is_empty());
+        return Some(());
+    };
+    let h1 = &rest[..h1_end];
+    let after1 = rest.get(h1_end + 2..).unwrap_or("");
+    let h2 = head_end(after1.as_bytes()).map(|e| (&after1[..e], after1.get(e + 2..).unwrap_or("")));
+    let (spans, target, body) = if is_span_context(h1) {
+        match h2 {
+            Some((t, body)) if is_target(t) => (Some(h1), t, body),
+            _ => (Some(h1), "", after1),
+        }
+    } else {
+        match h2 {
+            Some((t, body)) if is_target(t) && has_known_root(t) => (Some(h1), t, body),
+            _ => (None, h1, after1),
+        }
+    };
+    if anchored && !(is_target(target) && has_known_root(target)) {
+        return None;
+    }
+    if let Some(sp) = spans {
+        parse_spans(sp, &mut ev.spans);
+    }
+    if !target.is_empty() {
+        ev.target = Some(Cow::Borrowed(target));
+    }
+    ev.message = push_fields(body, &mut ev.fields).map(Cow::Borrowed);
+    Some(())
+}
+
+/// Proxies before stable-2.7: `WARN [  12.345678s] target message`, with
+/// optional `ctx={k=v …}` contexts before the target and level spellings
+/// `ERR!`, `DBUG`, `TRCE`.
+pub fn proxy_legacy(s: &str) -> Option<Event<'_>> {
+    let (lvl, rest) = s.split_once(' ')?;
+    if lvl.len() != 4 {
+        return None;
+    }
+    let level = Level::parse(lvl)?;
+    let (up, _, rest) = uptime(rest.trim_start())?;
+    let mut ev = Event::new(Producer::ProxyLegacy, Cow::Borrowed(s));
+    ev.level = Some(level);
+    ev.uptime = Some(up);
+    let mut rest = rest.trim_start();
+    while let Some(open) = rest.find("={").filter(|&p| is_target(&rest[..p])) {
+        // The context's fields may hold spaces: it ends at its closing brace.
+        let close = matching_brace(rest.as_bytes(), open + 1)?;
+        let mut span = Span {
+            name: Cow::Borrowed(&rest[..open]),
+            fields: SmallVec::new(),
+        };
+        split_body(&rest[open + 2..close], &mut span.fields, false);
+        ev.spans.push(span);
+        rest = rest[close + 1..].trim_start();
+    }
+    let (target, body) = rest.split_once(' ').unwrap_or((rest, ""));
+    if !is_target(target) {
+        return None;
+    }
+    ev.target = Some(Cow::Borrowed(target));
+    ev.message = Some(Cow::Borrowed(body)).filter(|m| !m.is_empty());
+    Some(ev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uptime_fraction_rules() {
+        assert_eq!(uptime("[     0.001961s]").unwrap().0, 0.001961);
+        let (u, d, _) = uptime("[    12.12345678s]").unwrap();
+        assert_eq!(d, 8);
+        assert!((u - 12.012345678).abs() < 1e-9);
+        assert!(uptime("[bogdan@admin scripts]$").is_none());
+        let ev = proxy_plain("[     3.005000s]  INFO linkerd2_proxy: Admin interface on 127.0.0.1:4191").unwrap();
+        assert!((ev.uptime.unwrap() - 3.000005).abs() < 1e-9);
+    }
+
+    #[test]
+    fn span_context_vs_target() {
+        let ev = proxy_plain("[ 11992.915758s]  WARN ThreadId(01) inbound: linkerd_app_core::serve: Server failed to accept connection error=Transport endpoint is not connected (os error 107)").unwrap();
+        assert_eq!(ev.spans.len(), 1);
+        assert_eq!(ev.target.as_deref(), Some("linkerd_app_core::serve"));
+        let ev = proxy_plain("[     0.030000s] ERROR ThreadId(01) linkerd2_proxy: Initialization: failed to bind 0.0.0.0:4143").unwrap();
+        assert!(ev.spans.is_empty());
+        assert_eq!(ev.message(), "Initialization: failed to bind 0.0.0.0:4143");
+    }
+
+    #[test]
+    fn braces_quotes_and_colons_inside_spans() {
+        let ev = proxy_plain("[     2.000000s] DEBUG outbound:forward{peer.addr=10.1.2.3:8080 peer.id=Some(\"we}ird: name\")}: linkerd2_proxy_http::client: Building HTTP client").unwrap();
+        assert_eq!(ev.spans.len(), 2);
+        assert_eq!(ev.spans[1].field("peer.id"), Some("Some(\"we}ird: name\")"));
+        assert_eq!(ev.message(), "Building HTTP client");
+    }
+
+    #[test]
+    fn legacy_format() {
+        let ev = proxy_legacy("ERR! [589538.085822s] linkerd2_proxy::app::errors unexpected error: error trying to connect: No route to host (os error 113)").unwrap();
+        assert_eq!(ev.level, Some(Level::Error));
+        assert_eq!(ev.target(), "linkerd2_proxy::app::errors");
+        assert!(ev.message().starts_with("unexpected error"));
+        let ev = proxy_legacy("INFO [     5.000000s] proxy={server=out listen=127.0.0.1:4140 remote=10.1.1.1:34567} linkerd2_proxy::proxy::tcp forward").unwrap();
+        assert_eq!(ev.spans[0].field("remote"), Some("10.1.1.1:34567"));
+        assert_eq!(ev.target(), "linkerd2_proxy::proxy::tcp");
+    }
+}

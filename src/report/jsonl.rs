@@ -1,0 +1,147 @@
+//! `lpa parse`: one JSON object per record, in input order.
+//!
+//! The keys are a stable contract (README, "lpa parse"): `kind`, `source`,
+//! `line`, `lines`; events add `producer`, `level`, `target`, `message`,
+//! `spans`, `fields`, `uptime`/`timestamp` and the typed views; unparsed
+//! lines add `text`.
+
+use crate::parse::typed::Tls;
+use crate::parse::{Event, Level, Record, Span};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use std::borrow::Cow;
+
+struct FieldMap<'r, 'e>(&'r [(Cow<'e, str>, Cow<'e, str>)]);
+
+impl Serialize for FieldMap<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            m.serialize_entry(k.as_ref(), v.as_ref())?;
+        }
+        m.end()
+    }
+}
+
+struct SpanOut<'r, 'e>(&'r Span<'e>);
+
+impl Serialize for SpanOut<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("name", self.0.name.as_ref())?;
+        m.serialize_entry("fields", &FieldMap(&self.0.fields))?;
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct EventOut<'r, 'e> {
+    kind: &'static str,
+    source: &'r str,
+    line: u64,
+    lines: u32,
+    producer: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    level: Option<Level>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uptime: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wrapper_timestamp: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pod: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thread: Option<&'r str>,
+    spans: Vec<SpanOut<'r, 'e>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'r str>,
+    fields: FieldMap<'r, 'e>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'r str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    error_sources: Vec<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tls: Option<Tls<'r>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_addr: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target_addr: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dst: Option<Cow<'r, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    endpoint: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sz: Option<u64>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    truncated_head: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continuation: Option<&'r str>,
+}
+
+#[derive(Serialize)]
+struct UnparsedOut<'r> {
+    kind: &'static str,
+    source: &'r str,
+    line: u64,
+    lines: u32,
+    text: &'r str,
+}
+
+fn event_out<'r, 'e>(source: &'r str, e: &'r Event<'e>) -> EventOut<'r, 'e> {
+    EventOut {
+        kind: "event",
+        source,
+        line: e.line,
+        lines: e.lines,
+        producer: e.producer.as_str(),
+        level: e.level,
+        uptime: e.uptime,
+        timestamp: e.timestamp.as_deref(),
+        wrapper_timestamp: e.wrapper.timestamp,
+        pod: e.wrapper.pod,
+        container: e.wrapper.container,
+        thread: e.thread.as_deref(),
+        spans: e.spans.iter().map(SpanOut).collect(),
+        target: e.target.as_deref(),
+        message: e.message.as_deref(),
+        fields: FieldMap(&e.fields),
+        error: e.error(),
+        error_sources: e.error_sources(),
+        tls: e.tls(),
+        client_addr: e.client_addr(),
+        target_addr: e.target_addr(),
+        dst: e.dst(),
+        endpoint: e.endpoint(),
+        status: e.status(),
+        sz: e.sz(),
+        truncated_head: e.truncated_head,
+        continuation: e.continuation.as_deref(),
+    }
+}
+
+/// Appends the record as one JSON line to `out`.
+pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
+    let r = match rec {
+        Record::Event(e) => serde_json::to_writer(&mut *out, &event_out(source, e)),
+        Record::Unparsed { line, text } => serde_json::to_writer(
+            &mut *out,
+            &UnparsedOut {
+                kind: "unparsed",
+                source,
+                line: *line,
+                lines: 1,
+                text,
+            },
+        ),
+    };
+    // Serializing to a Vec cannot fail: every value is a string or number.
+    debug_assert!(r.is_ok());
+    out.push(b'\n');
+}
