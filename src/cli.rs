@@ -3,7 +3,10 @@
 use crate::input::{self, Source};
 use crate::parse::{Level, Record};
 use crate::pipeline::{self, Accumulator};
+use crate::report::explain::{self, Report};
 use crate::report::jsonl;
+use crate::report::style::{ColorChoice, Style};
+use crate::rules::{self, engine::Engine};
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{self, Write};
@@ -47,6 +50,74 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "all")]
         only: Only,
     },
+    /// Likely root causes, ranked, with evidence lines and next commands.
+    #[command(after_help = "Examples:
+  kubectl logs deploy/web -c linkerd-proxy | lpa explain
+  kubectl logs -n linkerd-multicluster deploy/linkerd-gateway -c linkerd-proxy --timestamps | lpa explain
+  lpa explain --format json gateway.log client.log | jq '.findings[0].id'
+  lpa explain --format markdown proxy.log > findings.md
+  lpa explain --fail-on critical proxy.log || echo 'critical finding'")]
+    Explain {
+        /// Log files, directories, globs, `.gz`; `-` or nothing for stdin.
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// Inspect, show and validate the knowledge base.
+    Rules {
+        #[command(subcommand)]
+        command: RulesCommand,
+    },
+}
+
+/// Options shared by the commands that report findings.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+    /// Extra rules file (TOML); rules with a built-in rule's name replace it. Repeatable.
+    #[arg(long = "rules", value_name = "FILE")]
+    pub rules: Vec<PathBuf>,
+    /// Exit with status 1 when a finding of this severity or worse is reported.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub fail_on: Option<FailOn>,
+    /// When to colour human output (NO_COLOR is honoured in auto).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// Print evidence lines in full instead of shortening long span stacks.
+    #[arg(long, short)]
+    pub verbose: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+    Markdown,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum FailOn {
+    Warning,
+    Critical,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RulesCommand {
+    /// The diagnosis ids and the rules that report them.
+    List {
+        #[arg(long = "rules", value_name = "FILE")]
+        rules: Vec<PathBuf>,
+    },
+    /// One rule in full, as TOML (a template for your own).
+    Show {
+        name: String,
+        #[arg(long = "rules", value_name = "FILE")]
+        rules: Vec<PathBuf>,
+    },
+    /// Validate a rules file; errors point at FILE:LINE with a hint.
+    Check { file: PathBuf },
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -88,7 +159,10 @@ impl Accumulator for ParseOut {
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         let keep = match rec {
             Record::Event(e) => {
-                self.only != Only::Unparsed && self.level.is_none_or(|min| e.level.is_some_and(|l| l >= min))
+                self.only != Only::Unparsed
+                    && self
+                        .level
+                        .is_none_or(|min| e.level.is_some_and(|l| l >= min))
             }
             Record::Unparsed { .. } => self.only != Only::Events && self.level.is_none(),
         };
@@ -98,7 +172,12 @@ impl Accumulator for ParseOut {
     }
 }
 
-fn cmd_parse(sources: &mut [Source], opts: &pipeline::Options, level: Option<Level>, only: Only) -> Result<()> {
+fn cmd_parse(
+    sources: &mut [Source],
+    opts: &pipeline::Options,
+    level: Option<Level>,
+    only: Only,
+) -> Result<()> {
     let stdout = io::stdout();
     let mut out = stdout.lock();
     pipeline::run(
@@ -118,6 +197,110 @@ fn cmd_parse(sources: &mut [Source], opts: &pipeline::Options, level: Option<Lev
     Ok(())
 }
 
+/// Runs the rule engine over the inputs.
+pub fn analyze(
+    sources: &mut [Source],
+    opts: &pipeline::Options,
+    engine: &Engine,
+) -> Result<Report> {
+    let mut total = engine.state();
+    pipeline::run(
+        sources,
+        opts,
+        || engine.state(),
+        |_, st| {
+            total.merge(st);
+            Ok(())
+        },
+    )?;
+    Ok(total.finish(None))
+}
+
+fn print_report(
+    r: &Report,
+    args: &ReportArgs,
+    markdown: impl Fn(&Report) -> String,
+) -> Result<i32> {
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(r)? + "\n",
+        Format::Markdown => markdown(r),
+        Format::Human => explain::human(r, &Style::for_stdout(args.color), args.verbose),
+    };
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    let failed = match args.fail_on {
+        Some(FailOn::Critical) => r.has_at_least("critical"),
+        Some(FailOn::Warning) => r.has_at_least("warning"),
+        None => false,
+    };
+    Ok(i32::from(failed))
+}
+
+fn cmd_explain(files: &[PathBuf], args: &ReportArgs, opts: &pipeline::Options) -> Result<i32> {
+    let engine = Engine::new(rules::load(&args.rules)?);
+    let mut sources = input::open_all(files)?;
+    let report = analyze(&mut sources, opts, &engine)?;
+    print_report(&report, args, explain::markdown)
+}
+
+fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
+    match cmd {
+        RulesCommand::List { rules: files } => {
+            let rules = rules::load(files)?;
+            let mut out = String::new();
+            for id in rules::IDS {
+                let names: Vec<&str> = rules
+                    .iter()
+                    .filter(|r| r.id.as_deref() == Some(*id))
+                    .map(|r| r.name.as_str())
+                    .collect();
+                out.push_str(&format!("{id:<34} {}\n", names.join(", ")));
+            }
+            let tags: Vec<&str> = rules
+                .iter()
+                .filter(|r| r.id.is_none())
+                .map(|r| r.name.as_str())
+                .collect();
+            out.push_str(&format!(
+                "{:<34} {}\n",
+                "(connection tags)",
+                tags.join(", ")
+            ));
+            io::stdout().lock().write_all(out.as_bytes())?;
+            Ok(0)
+        }
+        RulesCommand::Show { name, rules: files } => {
+            let rules = rules::load(files)?;
+            let Some(r) = rules
+                .iter()
+                .find(|r| &r.name == name || r.id.as_deref() == Some(name))
+            else {
+                anyhow::bail!("no rule named '{name}'; `lpa rules list` shows them");
+            };
+            let doc = toml::to_string_pretty(&serde_json::json!({ "rule": [r] }))?;
+            io::stdout().lock().write_all(doc.as_bytes())?;
+            Ok(0)
+        }
+        RulesCommand::Check { file } => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", file.display()))?;
+            match rules::parse_rules(&file.display().to_string(), &text) {
+                Ok(r) => {
+                    println!("{}: {} rules, all valid", file.display(), r.len());
+                    Ok(0)
+                }
+                Err(errs) => {
+                    for e in errs {
+                        eprintln!("{e}");
+                    }
+                    Ok(2)
+                }
+            }
+        }
+    }
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
@@ -129,15 +312,20 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     if let Some(n) = cli.threads {
         // Only fails when a pool exists already; the default pool is fine then.
-        let _ = rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global();
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global();
     }
     let opts = pipeline::Options::default();
-    let result = match cli.command {
-        Command::Parse { files, level, only } => input::open_all(&files)
-            .and_then(|mut s| cmd_parse(&mut s, &opts, level.map(Level::from), only)),
+    let result = match &cli.command {
+        Command::Parse { files, level, only } => input::open_all(files)
+            .and_then(|mut s| cmd_parse(&mut s, &opts, level.map(Level::from), *only))
+            .map(|()| 0),
+        Command::Explain { files, report } => cmd_explain(files, report, &opts),
+        Command::Rules { command } => cmd_rules(command),
     };
     match result {
-        Ok(()) => 0,
+        Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {
             eprintln!("lpa: {e:#}");

@@ -8,3 +8,4 @@ pub mod input;
 pub mod parse;
 pub mod pipeline;
 pub mod report;
+pub mod rules;

@@ -32,7 +32,10 @@ impl Source {
     fn open_file(path: &Path) -> Result<Source> {
         let f = File::open(path).map_err(|e| describe(path, e))?;
         let mut r = BufReader::with_capacity(1 << 16, f);
-        let gz = r.fill_buf().map(|b| b.starts_with(&[0x1f, 0x8b])).unwrap_or(false);
+        let gz = r
+            .fill_buf()
+            .map(|b| b.starts_with(&[0x1f, 0x8b]))
+            .unwrap_or(false);
         let reader: Box<dyn Read + Send> = if gz {
             Box::new(MultiGzDecoder::new(r))
         } else {
@@ -48,7 +51,9 @@ impl Source {
 fn describe(path: &Path, e: io::Error) -> anyhow::Error {
     let what = match e.kind() {
         io::ErrorKind::NotFound => "no such file".to_string(),
-        io::ErrorKind::PermissionDenied => "permission denied (check the file's mode or run as its owner)".to_string(),
+        io::ErrorKind::PermissionDenied => {
+            "permission denied (check the file's mode or run as its owner)".to_string()
+        }
         _ => e.to_string(),
     };
     anyhow::anyhow!("cannot read '{}': {what}", path.display())

@@ -24,7 +24,10 @@ pub fn normalize<'a>(raw: &'a [u8], arena: &'a Arena<String>) -> &'a str {
     };
     // JSON-string copies keep a literal `\n` at the end.
     let s = s.trim_end_matches(['\r', '\n']);
-    let s = s.strip_suffix("\\\\n").or_else(|| s.strip_suffix("\\n")).unwrap_or(s);
+    let s = s
+        .strip_suffix("\\\\n")
+        .or_else(|| s.strip_suffix("\\n"))
+        .unwrap_or(s);
     s.trim_end()
 }
 
@@ -246,7 +249,8 @@ mod tests {
 
     #[test]
     fn prefixes_in_kubectl_order() {
-        let u = unwrap("[pod/web-1/linkerd-proxy] 2024-06-13T10:15:02.1234Z [     0.001961s]  INFO x");
+        let u =
+            unwrap("[pod/web-1/linkerd-proxy] 2024-06-13T10:15:02.1234Z [     0.001961s]  INFO x");
         assert_eq!(u.wrapper.pod, Some("web-1"));
         assert_eq!(u.wrapper.container, Some("linkerd-proxy"));
         assert_eq!(u.wrapper.timestamp, Some("2024-06-13T10:15:02.1234Z"));

@@ -4,14 +4,14 @@
 //! slice of the input and the small vectors live inline. JSON lines, ANSI
 //! coloured lines and multi-line records fall back to owned strings (`Cow`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 
 pub type Str<'a> = Cow<'a, str>;
 pub type Fields<'a> = SmallVec<[(Str<'a>, Str<'a>); 6]>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Trace,
@@ -162,7 +162,11 @@ impl Era {
         let v = v.strip_prefix("stable-").unwrap_or(v);
         let mut it = v.split('.');
         let major: u32 = it.next()?.parse().ok()?;
-        let minor: u32 = it.next()?.trim_end_matches(|c: char| !c.is_ascii_digit()).parse().ok()?;
+        let minor: u32 = it
+            .next()?
+            .trim_end_matches(|c: char| !c.is_ascii_digit())
+            .parse()
+            .ok()?;
         if major != 2 {
             return None;
         }

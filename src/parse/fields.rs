@@ -21,7 +21,10 @@ pub fn key_len(s: &[u8]) -> Option<usize> {
         match s[i] {
             b'=' => return Some(i),
             b'.' => {
-                if !s.get(i + 1).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_') {
+                if !s
+                    .get(i + 1)
+                    .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+                {
                     return None;
                 }
             }
@@ -307,7 +310,10 @@ mod tests {
     #[test]
     fn unbalanced_truncated_value_falls_back() {
         let (_, f) = split("Failed to connect error=endpoint 127.0.0.1:8090: Connection refused (os error 111) error.sources=[Con");
-        assert_eq!(f[0].1, "endpoint 127.0.0.1:8090: Connection refused (os error 111)");
+        assert_eq!(
+            f[0].1,
+            "endpoint 127.0.0.1:8090: Connection refused (os error 111)"
+        );
         assert_eq!(f[1].1, "[Con");
     }
 }

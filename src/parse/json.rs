@@ -70,7 +70,10 @@ fn tracing_json(s: &str, mut obj: Map<String, Value>) -> Event<'_> {
     };
     let mut ev = Event::new(producer, Cow::Borrowed(s));
     ev.target = target.map(Cow::Owned);
-    ev.level = obj.get("level").and_then(Value::as_str).and_then(Level::parse);
+    ev.level = obj
+        .get("level")
+        .and_then(Value::as_str)
+        .and_then(Level::parse);
     if let Some(ts) = obj.get("timestamp").and_then(Value::as_str) {
         match uptime(ts) {
             Some((u, _, _)) => ev.uptime = Some(u),

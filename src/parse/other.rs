@@ -138,14 +138,19 @@ pub fn access_apache(s: &str) -> Option<Event<'_>> {
     let mut ev = Event::new(Producer::AccessApache, Cow::Borrowed(s));
     ev.timestamp = Some(Cow::Borrowed(ts));
     ev.level = Some(Level::Info);
-    ev.fields.push((Cow::Borrowed("client.addr"), Cow::Borrowed(addr)));
-    ev.fields.push((Cow::Borrowed("client.id"), Cow::Borrowed(id)));
-    ev.fields.push((Cow::Borrowed("method"), Cow::Borrowed(method)));
+    ev.fields
+        .push((Cow::Borrowed("client.addr"), Cow::Borrowed(addr)));
+    ev.fields
+        .push((Cow::Borrowed("client.id"), Cow::Borrowed(id)));
+    ev.fields
+        .push((Cow::Borrowed("method"), Cow::Borrowed(method)));
     ev.fields.push((Cow::Borrowed("uri"), Cow::Borrowed(uri)));
-    ev.fields.push((Cow::Borrowed("version"), Cow::Borrowed(version)));
+    ev.fields
+        .push((Cow::Borrowed("version"), Cow::Borrowed(version)));
     let status = status.trim();
     if !status.is_empty() {
-        ev.fields.push((Cow::Borrowed("status"), Cow::Borrowed(status)));
+        ev.fields
+            .push((Cow::Borrowed("status"), Cow::Borrowed(status)));
     }
     Some(ev)
 }
@@ -187,9 +192,16 @@ mod tests {
         assert_eq!(ev.level, Some(Level::Error));
         assert_eq!(ev.target(), "reflector.go:138");
         assert_eq!(ev.timestamp.as_deref(), Some("0203 21:30:24.000001"));
-        let ev = proxy_init("2020/07/15 16:22:43 < Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)").unwrap();
-        assert_eq!(ev.message(), "< Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)");
-        let ev = access_apache(r#"[fd00::9]:41000 - - [2025-05-01T08:00:00.5Z] "GET / HTTP/1.1" 503"#).unwrap();
+        let ev =
+            proxy_init("2020/07/15 16:22:43 < Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)")
+                .unwrap();
+        assert_eq!(
+            ev.message(),
+            "< Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)"
+        );
+        let ev =
+            access_apache(r#"[fd00::9]:41000 - - [2025-05-01T08:00:00.5Z] "GET / HTTP/1.1" 503"#)
+                .unwrap();
         assert_eq!(ev.field("status"), Some("503"));
         assert_eq!(ev.field("client.addr"), Some("[fd00::9]:41000"));
     }

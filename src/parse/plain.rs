@@ -4,7 +4,7 @@
 //! `[UPTIME] LEVEL [ThreadId(NN)] [span{f}:span:…: ]target: body`
 
 use super::event::{Event, Level, Producer, Span};
-use super::fields::{split_body, push_fields};
+use super::fields::{push_fields, split_body};
 use memchr::memchr;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -29,7 +29,11 @@ pub fn uptime(s: &str) -> Option<(f64, usize, &str)> {
     }
     let secs: f64 = secs.parse().ok()?;
     let frac_v: f64 = frac.parse().ok()?;
-    let scale = if frac.len() > 6 { 1e9 } else { 10f64.powi(frac.len() as i32) };
+    let scale = if frac.len() > 6 {
+        1e9
+    } else {
+        10f64.powi(frac.len() as i32)
+    };
     Some((secs + frac_v / scale, frac.len(), &s[close + 1..]))
 }
 
@@ -103,7 +107,10 @@ pub fn lenient(s: &str) -> Option<Event<'_>> {
     let mut rest = s;
     if let Some(pos) = s.find("ThreadId(").filter(|&p| p < 48) {
         let before = s[..pos].trim_end();
-        let lvl = before.rsplit(' ').next().and_then(|w| level_word(w).map(|l| l.0));
+        let lvl = before
+            .rsplit(' ')
+            .next()
+            .and_then(|w| level_word(w).map(|l| l.0));
         if lvl.is_none() && !before.is_empty() && !before.ends_with(']') {
             return None;
         }
@@ -121,8 +128,18 @@ pub fn lenient(s: &str) -> Option<Event<'_>> {
 
 /// Crate roots that mark a head as a tracing target (§1.6, rule 3a).
 const KNOWN_ROOTS: &[&str] = &[
-    "linkerd", "h2", "hyper", "tower", "rustls", "trust_dns", "hickory", "kube", "kubert",
-    "tokio", "want", "mio",
+    "linkerd",
+    "h2",
+    "hyper",
+    "tower",
+    "rustls",
+    "trust_dns",
+    "hickory",
+    "kube",
+    "kubert",
+    "tokio",
+    "want",
+    "mio",
 ];
 
 fn is_target(s: &str) -> bool {
@@ -131,7 +148,8 @@ fn is_target(s: &str) -> bool {
             let b = seg.as_bytes();
             !b.is_empty()
                 && (b[0].is_ascii_alphabetic() || b[0] == b'_')
-                && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
         })
 }
 
@@ -339,7 +357,9 @@ mod tests {
         assert_eq!(d, 8);
         assert!((u - 12.012345678).abs() < 1e-9);
         assert!(uptime("[bogdan@admin scripts]$").is_none());
-        let ev = proxy_plain("[     3.005000s]  INFO linkerd2_proxy: Admin interface on 127.0.0.1:4191").unwrap();
+        let ev =
+            proxy_plain("[     3.005000s]  INFO linkerd2_proxy: Admin interface on 127.0.0.1:4191")
+                .unwrap();
         assert!((ev.uptime.unwrap() - 3.000005).abs() < 1e-9);
     }
 

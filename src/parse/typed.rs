@@ -53,7 +53,10 @@ fn debug_member<'a>(v: &'a str, key: &str) -> Option<&'a str> {
 
 pub fn parse_tls(v: &str) -> Tls<'_> {
     let v = v.trim();
-    let inner = v.strip_prefix("Some(").and_then(|r| r.strip_suffix(')')).unwrap_or(v);
+    let inner = v
+        .strip_prefix("Some(")
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(v);
     let mut tls = Tls {
         state: Cow::Borrowed("other"),
         reason: None,
@@ -171,7 +174,10 @@ impl<'a> Event<'a> {
         self.first_of(&["target.addr", "target_addr"])
             .or_else(|| self.span_first(&["accept", "source"], &["target.addr", "target_addr"]))
             .or_else(|| self.span_first(&["server"], &["orig_dst"]))
-            .or_else(|| self.field("server.addr").filter(|_| self.has_span("inbound")))
+            .or_else(|| {
+                self.field("server.addr")
+                    .filter(|_| self.has_span("inbound"))
+            })
     }
 
     /// The inbound port a connection arrived on.
@@ -187,7 +193,12 @@ impl<'a> Event<'a> {
         if let Some(d) = self
             .span_first(&["logical"], &["dst", "addr"])
             .or_else(|| self.span_first(&["gateway"], &["target", "dst"]))
-            .or_else(|| self.span_first(&["concrete", "profile", "balance", "target", "ingress"], &["addr", "dst"]))
+            .or_else(|| {
+                self.span_first(
+                    &["concrete", "profile", "balance", "target", "ingress"],
+                    &["addr", "dst"],
+                )
+            })
             .or_else(|| self.field("dst"))
         {
             return Some(Cow::Borrowed(d));
@@ -206,11 +217,14 @@ impl<'a> Event<'a> {
 
     /// The endpoint (pod address) a connection was made to.
     pub fn endpoint(&self) -> Option<&str> {
-        self.span_first(&["endpoint", "forward"], &["peer.addr", "server.addr", "addr"])
-            .or_else(|| {
-                self.first_of(&["server.addr", "peer.addr"])
-                    .filter(|_| !self.has_span("inbound") || self.has_span("gateway"))
-            })
+        self.span_first(
+            &["endpoint", "forward"],
+            &["peer.addr", "server.addr", "addr"],
+        )
+        .or_else(|| {
+            self.first_of(&["server.addr", "peer.addr"])
+                .filter(|_| !self.has_span("inbound") || self.has_span("gateway"))
+        })
     }
 
     /// HTTP status as a number (`status=503 Service Unavailable`, `"status":404`).
@@ -225,7 +239,8 @@ impl<'a> Event<'a> {
             .or_else(|| self.span_first(&["http"], &["v"]))
             .or_else(|| {
                 let m = self.message();
-                m.starts_with("HTTP/").then(|| m.split(' ').next().unwrap_or(m))
+                m.starts_with("HTTP/")
+                    .then(|| m.split(' ').next().unwrap_or(m))
             })
     }
 
@@ -311,12 +326,17 @@ fn era_cue(ev: &Event) -> EraCue {
     if !ev.producer.is_proxy() {
         return c;
     }
-    if target.starts_with("linkerd2_") && target != "linkerd2_proxy" && !target.starts_with("linkerd2_proxy::") {
+    if target.starts_with("linkerd2_")
+        && target != "linkerd2_proxy"
+        && !target.starts_with("linkerd2_proxy::")
+    {
         c = c.at_most(Era::Upto2_9);
     } else if target.starts_with("linkerd_") {
         c = c.at_least(Era::V2_10);
     }
-    if target.starts_with("linkerd_proxy_balance_queue") || msg.starts_with("Unavailable; entering failfast") {
+    if target.starts_with("linkerd_proxy_balance_queue")
+        || msg.starts_with("Unavailable; entering failfast")
+    {
         c = c.at_least(Era::V2_15);
     }
     if msg.starts_with("Failed to proxy request") {
@@ -338,7 +358,10 @@ fn era_cue(ev: &Event) -> EraCue {
     if ev.field("error.sources").is_some() {
         c = c.at_least(Era::V2_10);
     }
-    if ev.span("accept").is_some_and(|s| s.field("peer.addr").is_some()) {
+    if ev
+        .span("accept")
+        .is_some_and(|s| s.field("peer.addr").is_some())
+    {
         c = c.at_most(Era::Upto2_9);
     }
     c
@@ -393,7 +416,13 @@ impl EraVote {
     }
 
     pub fn era(&self) -> Option<Era> {
-        if let Some((i, _)) = self.exact.iter().enumerate().filter(|(_, n)| **n > 0).max_by_key(|(_, n)| **n) {
+        if let Some((i, _)) = self
+            .exact
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .max_by_key(|(_, n)| **n)
+        {
             return Some(ERAS[i]);
         }
         match (self.min, self.max) {
@@ -412,15 +441,27 @@ mod tests {
     fn tls_spellings() {
         let t = parse_tls("Some(Established { client_id: Some(ClientId(Name(\"web.ns.serviceaccount.identity.linkerd.cluster.local\"))), negotiated_protocol: Some(\"transport.l5d.io/v1\") })");
         assert_eq!(t.state, "established");
-        assert_eq!(t.client_id, Some("web.ns.serviceaccount.identity.linkerd.cluster.local"));
+        assert_eq!(
+            t.client_id,
+            Some("web.ns.serviceaccount.identity.linkerd.cluster.local")
+        );
         assert_eq!(t.negotiated_protocol, Some("transport.l5d.io/v1"));
         let t = parse_tls("Some(Established { client_id: Some(ClientId(web.ns.serviceaccount.identity.linkerd.cluster.local)), negotiated_protocol: None })");
-        assert_eq!(t.client_id, Some("web.ns.serviceaccount.identity.linkerd.cluster.local"));
+        assert_eq!(
+            t.client_id,
+            Some("web.ns.serviceaccount.identity.linkerd.cluster.local")
+        );
         assert_eq!(t.negotiated_protocol, None);
         let t = parse_tls("None(NoClientHello)");
-        assert_eq!((t.state.as_ref(), t.reason), ("none", Some("NoClientHello")));
+        assert_eq!(
+            (t.state.as_ref(), t.reason),
+            ("none", Some("NoClientHello"))
+        );
         let t = parse_tls("Some(Passthru { sni: ServerName(Name(\"api.example.com\")) })");
-        assert_eq!((t.state.as_ref(), t.sni), ("passthru", Some("api.example.com")));
+        assert_eq!(
+            (t.state.as_ref(), t.sni),
+            ("passthru", Some("api.example.com"))
+        );
     }
 
     #[test]

@@ -1,4 +1,6 @@
 //! Rendering: JSON lines for `parse`, and the human, JSON and Markdown
 //! reports of the other commands.
 
+pub mod explain;
 pub mod jsonl;
+pub mod style;

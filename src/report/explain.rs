@@ -1,0 +1,288 @@
+//! The explain report: ranked findings, rendered for a terminal, as the JSON
+//! contract of spec/diagnoses.md, or as Markdown.
+
+use super::style::Style;
+use crate::parse::Era;
+use crate::rules::engine::{Finding, Stats};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InputSummary {
+    pub lines: u64,
+    pub events: u64,
+    pub unparsed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub input: InputSummary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub era: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(skip)]
+    pub stats: Stats,
+}
+
+pub const DEBUG_ANNOTATION: &str = "config.linkerd.io/proxy-log-level: linkerd=debug,info";
+
+impl Report {
+    pub fn new(findings: Vec<Finding>, stats: Stats, era: Option<Era>) -> Report {
+        let mut notes = Vec::new();
+        if stats.events == 0 {
+            notes.push(
+                "No log lines were recognised. lpa reads Linkerd logs, such as `kubectl logs POD -c linkerd-proxy` \
+                 (plain or JSON, with or without --timestamps/--prefix), control-plane and linkerd-init logs."
+                    .to_string(),
+            );
+        } else if stats.proxy_events == 0 && findings.is_empty() {
+            notes.push(
+                "No linkerd-proxy lines in this input: for data-plane problems add `kubectl logs POD -c linkerd-proxy`."
+                    .to_string(),
+            );
+        }
+        if stats.proxy_events > 0 && !stats.has_debug() && findings.iter().any(|f| !f.benign) {
+            notes.push(format!(
+                "Only INFO and above were logged: connect errors and TLS details are DEBUG lines. \
+                 To see them, annotate the workload with `{DEBUG_ANNOTATION}` and restart it."
+            ));
+        }
+        Report {
+            findings,
+            input: InputSummary {
+                lines: stats.lines,
+                events: stats.events,
+                unparsed: stats.unparsed,
+            },
+            era: era.map(Era::as_str),
+            notes,
+            stats,
+        }
+    }
+
+    pub fn has_at_least(&self, sev: &str) -> bool {
+        let rank = |s: &str| match s {
+            "critical" => 2,
+            "warning" => 1,
+            _ => 0,
+        };
+        self.findings.iter().any(|f| rank(f.severity) >= rank(sev))
+    }
+}
+
+/// Shortens a long evidence line in the middle (span stacks), keeping the
+/// head (time, level) and the tail (target, message, fields).
+pub fn elide(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let head = max / 4;
+    let tail = max - head - 1;
+    let h: String = s.chars().take(head).collect();
+    let t: String = s.chars().skip(n - tail).collect();
+    format!("{h}…{t}")
+}
+
+pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
+    let mut o = String::new();
+    let width = if verbose { usize::MAX } else { 180 };
+    let _ = writeln!(
+        o,
+        "{} {} lines, {} events, {} unparsed{}",
+        st.bold("lpa explain:"),
+        r.input.lines,
+        r.input.events,
+        r.input.unparsed,
+        r.era
+            .map(|e| format!(", log format of Linkerd {e}"))
+            .unwrap_or_default()
+    );
+    if r.findings.is_empty() {
+        let _ = writeln!(o, "\nNo known problem found in these lines.");
+    }
+    for (i, f) in r.findings.iter().enumerate() {
+        let sev = match f.severity {
+            "critical" => st.red(&f.severity.to_uppercase()),
+            "warning" => st.yellow(&f.severity.to_uppercase()),
+            _ => st.dim(&f.severity.to_uppercase()),
+        };
+        let benign = if f.benign { " (benign)" } else { "" };
+        let _ = writeln!(
+            o,
+            "\n{}. {sev}{benign} {}  {}",
+            i + 1,
+            st.bold(&f.id),
+            f.title
+        );
+        let _ = writeln!(
+            o,
+            "   {} lines, confidence {:.0}%{}{}",
+            f.count,
+            f.confidence * 100.0,
+            f.first_seen
+                .as_ref()
+                .map(|s| format!(", first {s}"))
+                .unwrap_or_default(),
+            f.last_seen
+                .as_ref()
+                .filter(|l| Some(*l) != f.first_seen.as_ref())
+                .map(|s| format!(", last {s}"))
+                .unwrap_or_default()
+        );
+        for line in wrap(&f.explanation, 100) {
+            let _ = writeln!(o, "   {line}");
+        }
+        if !f.subjects.is_empty() {
+            let subj: Vec<String> = f
+                .subjects
+                .iter()
+                .map(|(k, v)| {
+                    let shown: Vec<&str> = v.iter().take(6).map(String::as_str).collect();
+                    let more = if v.len() > 6 {
+                        format!(" (+{})", v.len() - 6)
+                    } else {
+                        String::new()
+                    };
+                    format!("{k}: {}{more}", shown.join(", "))
+                })
+                .collect();
+            let _ = writeln!(o, "   {} {}", st.dim("subjects:"), subj.join("; "));
+        }
+        let _ = writeln!(o, "   {}", st.dim("evidence:"));
+        for e in &f.evidence {
+            for (k, line) in e.text.lines().enumerate() {
+                let loc = if k == 0 {
+                    format!("{}:{}", e.source, e.line)
+                } else {
+                    String::new()
+                };
+                let _ = writeln!(o, "     {} {}", st.dim(&loc), elide(line, width));
+            }
+        }
+        if !f.consequences.is_empty() {
+            let _ = writeln!(
+                o,
+                "   {}",
+                st.dim("consequences (explained by this cause):")
+            );
+            for c in &f.consequences {
+                let _ = writeln!(o, "     - {} {} ({} lines)", c.id, c.title, c.count);
+                for e in &c.evidence {
+                    let _ = writeln!(
+                        o,
+                        "       {} {}",
+                        st.dim(&format!("{}:{}", e.source, e.line)),
+                        elide(&e.text, width)
+                    );
+                }
+            }
+        }
+        for n in &f.notes {
+            let _ = writeln!(o, "   {} {n}", st.yellow("note:"));
+        }
+        if !f.next_commands.is_empty() {
+            let _ = writeln!(o, "   {}", st.dim("next:"));
+            for c in &f.next_commands {
+                let _ = writeln!(o, "     {} {}", st.green("$"), c.command);
+                let _ = writeln!(o, "       {}", st.dim(&c.why));
+            }
+        }
+        if let Some(d) = &f.doc {
+            let _ = writeln!(o, "   {} {d}", st.dim("docs:"));
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "\n{} {n}", st.yellow("note:"));
+    }
+    o
+}
+
+pub fn markdown(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "## lpa findings\n");
+    let _ = writeln!(
+        o,
+        "{} lines, {} events, {} unparsed{}.\n",
+        r.input.lines,
+        r.input.events,
+        r.input.unparsed,
+        r.era
+            .map(|e| format!("; log format of Linkerd {e}"))
+            .unwrap_or_default()
+    );
+    if r.findings.is_empty() {
+        let _ = writeln!(o, "No known problem found in these lines.\n");
+    }
+    for (i, f) in r.findings.iter().enumerate() {
+        finding_markdown(&mut o, i + 1, f);
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "> **Note:** {n}\n");
+    }
+    o
+}
+
+pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
+    let benign = if f.benign { ", benign" } else { "" };
+    let _ = writeln!(
+        o,
+        "### {n}. `{}` — {} ({}{benign})\n",
+        f.id, f.title, f.severity
+    );
+    let _ = writeln!(o, "{}\n", f.explanation);
+    let _ = writeln!(
+        o,
+        "Seen {} times{}.\n",
+        f.count,
+        f.first_seen
+            .as_ref()
+            .map(|s| format!(", first at {s}"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(o, "```text");
+    for e in &f.evidence {
+        let _ = writeln!(o, "{}:{}: {}", e.source, e.line, e.text);
+    }
+    let _ = writeln!(o, "```\n");
+    if !f.consequences.is_empty() {
+        let _ = writeln!(o, "Consequences of this cause:\n");
+        for c in &f.consequences {
+            let _ = writeln!(o, "- `{}` {} ({} lines)", c.id, c.title, c.count);
+        }
+        let _ = writeln!(o);
+    }
+    for note in &f.notes {
+        let _ = writeln!(o, "> {note}\n");
+    }
+    if !f.next_commands.is_empty() {
+        let _ = writeln!(o, "Next:\n");
+        for c in &f.next_commands {
+            let _ = writeln!(o, "- `{}` — {}", c.command, c.why);
+        }
+        let _ = writeln!(o);
+    }
+    if let Some(d) = &f.doc {
+        let _ = writeln!(o, "Docs: {d}\n");
+    }
+}
+
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for para in s.split('\n') {
+        let mut line = String::new();
+        for w in para.split_whitespace() {
+            if !line.is_empty() && line.len() + 1 + w.len() > width {
+                out.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(w);
+        }
+        out.push(line);
+    }
+    out
+}

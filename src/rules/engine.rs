@@ -1,0 +1,888 @@
+//! The rule engine: an Aho-Corasick prefilter over the rules' literals picks
+//! the few rules a line can match; matches are grouped into findings with
+//! counts, evidence and subjects; connections carry tags between events
+//! (`sz=0`, then `identity required`); at the end, symptoms fold under the
+//! causes that explain them and findings are ranked.
+
+use super::{Role, Rule, Severity, Subject, TagKey};
+use crate::parse::typed::{host_of, EraVote};
+use crate::parse::{Era, Event, Level, Producer, Record};
+use crate::pipeline::Accumulator;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::Regex;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// Evidence lines kept per finding.
+pub const MAX_EVIDENCE: usize = 5;
+/// Distinct values kept per subject of a finding.
+const MAX_VALUES: usize = 64;
+/// Distinct client IPs counted exactly per finding.
+const MAX_CLIENTS: usize = 4096;
+/// Groups (findings) per rule before the rest share one.
+const MAX_GROUPS: usize = 256;
+/// Connections remembered for tags.
+const MAX_CONNS: usize = 16384;
+
+/// Rules compiled for matching; shared by every thread.
+pub struct Engine {
+    pub rules: Vec<Rule>,
+    prefilter: AhoCorasick,
+    pattern_rule: Vec<usize>,
+    /// Rules without literals: tried on every event.
+    always: Vec<usize>,
+    regexes: Vec<Option<Regex>>,
+    captures: Vec<Option<Regex>>,
+    lower_all: Vec<Vec<String>>,
+    lower_not: Vec<Vec<String>>,
+    tag_bits: HashMap<String, u32>,
+}
+
+impl Engine {
+    pub fn new(rules: Vec<Rule>) -> Engine {
+        let mut patterns = Vec::new();
+        let mut pattern_rule = Vec::new();
+        let mut always = Vec::new();
+        let mut tag_bits = HashMap::new();
+        for (i, r) in rules.iter().enumerate() {
+            if r.text.is_empty() {
+                always.push(i);
+            }
+            for t in &r.text {
+                patterns.push(t.clone());
+                pattern_rule.push(i);
+            }
+            for t in r.tag.iter().chain(&r.requires_tag).chain(&r.forbids_tag) {
+                let n = tag_bits.len() as u32;
+                tag_bits.entry(t.clone()).or_insert(1u32 << n.min(31));
+            }
+        }
+        let prefilter = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(&patterns)
+            .expect("rule literals compile");
+        let regexes = rules
+            .iter()
+            .map(|r| {
+                r.regex
+                    .as_ref()
+                    .map(|x| Regex::new(x).expect("validated when loaded"))
+            })
+            .collect();
+        let captures = rules
+            .iter()
+            .map(|r| {
+                r.capture
+                    .as_ref()
+                    .map(|x| Regex::new(x).expect("validated when loaded"))
+            })
+            .collect();
+        let lower = |v: &Vec<String>| v.iter().map(|s| s.to_ascii_lowercase()).collect();
+        Engine {
+            lower_all: rules.iter().map(|r| lower(&r.all_text)).collect(),
+            lower_not: rules.iter().map(|r| lower(&r.not_text)).collect(),
+            rules,
+            prefilter,
+            pattern_rule,
+            always,
+            regexes,
+            captures,
+            tag_bits,
+        }
+    }
+
+    pub fn state(&self) -> State<'_> {
+        State {
+            engine: self,
+            groups: HashMap::new(),
+            tags: HashMap::new(),
+            pending: Vec::new(),
+            stats: Stats::default(),
+            candidates: Vec::new(),
+        }
+    }
+
+    fn bits(&self, tags: &[String]) -> u32 {
+        tags.iter()
+            .filter_map(|t| self.tag_bits.get(t))
+            .fold(0, |a, b| a | b)
+    }
+}
+
+fn contains_ci(hay: &str, needle_lower: &str) -> bool {
+    let h = hay.as_bytes();
+    let n = needle_lower.as_bytes();
+    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
+fn producer_family(p: Producer) -> &'static str {
+    match p {
+        Producer::ProxyPlain | Producer::ProxyJson | Producer::ProxyLegacy => "proxy",
+        Producer::Logrus | Producer::LogrusJson | Producer::Klog | Producer::PolicyController => {
+            "control-plane"
+        }
+        Producer::ProxyInit => "init",
+        Producer::AccessApache | Producer::AccessJson => "access",
+        Producer::RustPanic | Producer::GoPanic => "panic",
+    }
+}
+
+/// Where and when a line was seen.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Evidence {
+    pub source: String,
+    pub line: u64,
+    pub text: String,
+}
+
+/// Counts of distinct values, capped.
+#[derive(Debug, Clone, Default)]
+struct Values(BTreeMap<String, u64>);
+
+impl Values {
+    fn add(&mut self, v: &str, n: u64) {
+        if let Some(c) = self.0.get_mut(v) {
+            *c += n;
+        } else if self.0.len() < MAX_VALUES {
+            self.0.insert(v.to_string(), n);
+        }
+    }
+    fn merge(&mut self, o: Values) {
+        for (k, n) in o.0 {
+            self.add(&k, n);
+        }
+    }
+    /// Most frequent first, then by name.
+    fn ranked(&self) -> Vec<String> {
+        let mut v: Vec<(&String, &u64)> = self.0.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        v.into_iter().map(|(k, _)| k.clone()).collect()
+    }
+}
+
+/// A time in the log: uptime seconds or a wall-clock string.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen {
+    pub uptime: Option<f64>,
+    pub timestamp: Option<String>,
+}
+
+impl Seen {
+    fn of(ev: &Event) -> Seen {
+        Seen {
+            uptime: ev.uptime,
+            timestamp: ev
+                .wrapper
+                .timestamp
+                .map(str::to_string)
+                .or_else(|| ev.timestamp.as_deref().map(str::to_string)),
+        }
+    }
+
+    pub fn display(&self) -> Option<String> {
+        match (&self.timestamp, self.uptime) {
+            (Some(t), _) => Some(t.clone()),
+            (None, Some(u)) => Some(format!("{u:.6}s uptime")),
+            _ => None,
+        }
+    }
+}
+
+/// One (rule, group) while the input is read.
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    count: u64,
+    evidence: Vec<Evidence>,
+    first: Seen,
+    last: Seen,
+    subjects: BTreeMap<Subject, Values>,
+    workload: Values,
+    clients: std::collections::BTreeSet<String>,
+}
+
+impl Acc {
+    fn merge(&mut self, o: Acc) {
+        if self.count == 0 {
+            self.first = o.first;
+        }
+        if o.count > 0 {
+            self.last = o.last;
+        }
+        self.count += o.count;
+        let room = MAX_EVIDENCE.saturating_sub(self.evidence.len());
+        self.evidence.extend(o.evidence.into_iter().take(room));
+        for (k, v) in o.subjects {
+            self.subjects.entry(k).or_default().merge(v);
+        }
+        self.workload.merge(o.workload);
+        for c in o.clients {
+            if self.clients.len() >= MAX_CLIENTS {
+                break;
+            }
+            self.clients.insert(c);
+        }
+    }
+}
+
+/// A match that needs the connection's tags from before its chunk.
+#[derive(Debug, Clone)]
+struct Pending {
+    rule: usize,
+    conn: String,
+    group: String,
+    acc: Acc,
+}
+
+/// What the whole input held, beside the findings.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub lines: u64,
+    pub events: u64,
+    pub unparsed: u64,
+    pub levels: [u64; 5],
+    pub proxy_events: u64,
+    pub era: EraVote,
+}
+
+impl Stats {
+    fn merge(&mut self, o: &Stats) {
+        self.lines += o.lines;
+        self.events += o.events;
+        self.unparsed += o.unparsed;
+        for i in 0..5 {
+            self.levels[i] += o.levels[i];
+        }
+        self.proxy_events += o.proxy_events;
+        self.era.merge(&o.era);
+    }
+
+    /// DEBUG or TRACE lines were captured (connect errors are at DEBUG).
+    pub fn has_debug(&self) -> bool {
+        self.levels[0] + self.levels[1] > 0
+    }
+}
+
+/// Per-chunk (and, after merging, whole-input) matching state.
+pub struct State<'e> {
+    engine: &'e Engine,
+    groups: HashMap<(usize, String), Acc>,
+    tags: HashMap<String, u32>,
+    pending: Vec<Pending>,
+    pub stats: Stats,
+    candidates: Vec<usize>,
+}
+
+fn level_index(l: Level) -> usize {
+    Level::ALL.iter().position(|x| *x == l).unwrap_or(2)
+}
+
+impl<'e> State<'e> {
+    /// Folds a later chunk's state into this one (input order).
+    pub fn merge(&mut self, later: State<'e>) {
+        for p in later.pending {
+            let have = self.tags.get(&p.conn).copied().unwrap_or(0);
+            if self.tag_condition(p.rule, have) {
+                self.add_acc(p.rule, p.group, p.acc);
+            }
+        }
+        for (k, a) in later.groups {
+            self.add_acc(k.0, k.1, a);
+        }
+        for (c, t) in later.tags {
+            if self.tags.len() >= MAX_CONNS {
+                self.tags.clear();
+            }
+            *self.tags.entry(c).or_insert(0) |= t;
+        }
+        self.stats.merge(&later.stats);
+    }
+
+    fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
+        let n = self.groups.keys().filter(|k| k.0 == rule).count();
+        let key = if n >= MAX_GROUPS && !self.groups.contains_key(&(rule, group.clone())) {
+            (rule, String::new())
+        } else {
+            (rule, group)
+        };
+        self.groups.entry(key).or_default().merge(acc);
+    }
+
+    fn tag_condition(&self, rule: usize, have: u32) -> bool {
+        let r = &self.engine.rules[rule];
+        let req = self.engine.bits(&r.requires_tag);
+        let forbid = self.engine.bits(&r.forbids_tag);
+        (req == 0 || have & req != 0) && have & forbid == 0
+    }
+
+    fn observe(&mut self, source: &str, ev: &Event<'_>) {
+        self.stats.events += 1;
+        self.stats.lines += u64::from(ev.lines);
+        if let Some(l) = ev.level {
+            self.stats.levels[level_index(l)] += 1;
+        }
+        if ev.producer.is_proxy() {
+            self.stats.proxy_events += 1;
+        }
+        let cue = ev.era_cue();
+        if !cue.is_empty() {
+            self.stats.era.add(cue);
+        }
+        let owned;
+        let hay: &str = if matches!(
+            ev.producer,
+            Producer::ProxyJson | Producer::LogrusJson | Producer::AccessJson
+        ) || ev.continuation.is_some()
+        {
+            owned = haystack(ev);
+            &owned
+        } else {
+            &ev.text
+        };
+        self.match_text(source, hay, Some(ev), ev.line);
+    }
+
+    fn match_text(&mut self, source: &str, hay: &str, ev: Option<&Event<'_>>, line: u64) {
+        let engine = self.engine;
+        let mut cands = std::mem::take(&mut self.candidates);
+        cands.clear();
+        cands.extend(
+            engine
+                .prefilter
+                .find_overlapping_iter(hay)
+                .map(|m| engine.pattern_rule[m.pattern().as_usize()]),
+        );
+        cands.extend_from_slice(&engine.always);
+        cands.sort_unstable();
+        cands.dedup();
+        for &ri in &cands {
+            let r = &engine.rules[ri];
+            let caps = match self.event_matches(ri, hay, ev) {
+                Some(c) => c,
+                None => continue,
+            };
+            let conn = ev.and_then(|e| tag_key(r.tag_key, e));
+            if let (Some(tag), Some(c)) = (&r.tag, conn) {
+                let bit = engine.tag_bits[tag];
+                if self.tags.len() >= MAX_CONNS && !self.tags.contains_key(c) {
+                    self.tags.clear();
+                }
+                *self.tags.entry(c.to_string()).or_insert(0) |= bit;
+            }
+            if r.id.is_none() {
+                continue;
+            }
+            let acc = hit(source, hay, ev, line, caps);
+            let group = r
+                .group_by
+                .and_then(|g| {
+                    acc.subjects
+                        .get(&g)
+                        .and_then(|v| v.ranked().into_iter().next())
+                })
+                .unwrap_or_default();
+            let needs_tags = !r.requires_tag.is_empty() || !r.forbids_tag.is_empty();
+            if needs_tags {
+                match conn.and_then(|c| self.tags.get(c).copied().map(|t| (c, t))) {
+                    Some((_, have)) => {
+                        if self.tag_condition(ri, have) {
+                            self.add_acc(ri, group, acc);
+                        }
+                    }
+                    None => match conn {
+                        // Tags may sit in an earlier chunk: decide at merge.
+                        Some(c) => self.pending.push(Pending {
+                            rule: ri,
+                            conn: c.to_string(),
+                            group,
+                            acc,
+                        }),
+                        None => {
+                            if self.tag_condition(ri, 0) {
+                                self.add_acc(ri, group, acc);
+                            }
+                        }
+                    },
+                }
+            } else {
+                self.add_acc(ri, group, acc);
+            }
+        }
+        self.candidates = cands;
+    }
+
+    /// Checks every condition of rule `ri` but the literals; returns the
+    /// regex captures (subject name, value) on a match.
+    fn event_matches(
+        &self,
+        ri: usize,
+        hay: &str,
+        ev: Option<&Event<'_>>,
+    ) -> Option<Vec<(Subject, String)>> {
+        let engine = self.engine;
+        let r = &engine.rules[ri];
+        if !engine.lower_all[ri].iter().all(|n| contains_ci(hay, n)) {
+            return None;
+        }
+        if engine.lower_not[ri].iter().any(|n| contains_ci(hay, n)) {
+            return None;
+        }
+        if r.unparsed != ev.is_none() {
+            return None;
+        }
+        match ev {
+            None => {}
+            Some(ev) => {
+                if !r.producers.is_empty()
+                    && !r
+                        .producers
+                        .iter()
+                        .any(|p| p == producer_family(ev.producer))
+                {
+                    return None;
+                }
+                if let Some(min) = r.min_level {
+                    if ev.level.is_some_and(|l| l < min) {
+                        return None;
+                    }
+                }
+                if !r.targets.is_empty()
+                    && !r
+                        .targets
+                        .iter()
+                        .any(|t| ev.target().starts_with(t.as_str()))
+                {
+                    return None;
+                }
+                if !r.spans.is_empty() && !r.spans.iter().any(|s| ev.has_span(s)) {
+                    return None;
+                }
+                if r.not_spans.iter().any(|s| ev.has_span(s)) {
+                    return None;
+                }
+                for (k, v) in &r.fields {
+                    if ev.field(k) != Some(v.as_str()) {
+                        return None;
+                    }
+                }
+                for (k, v) in &r.fields_not {
+                    match ev.field(k) {
+                        Some(x) if x != v => {}
+                        _ => return None,
+                    }
+                }
+                if !r.ports.is_empty() && !ev.port().is_some_and(|p| r.ports.contains(&p)) {
+                    return None;
+                }
+                if let Some(max) = r.max_uptime {
+                    if !ev.uptime.is_some_and(|u| u <= max) {
+                        return None;
+                    }
+                }
+                if let Some(min) = r.min_uptime {
+                    if !ev.uptime.is_some_and(|u| u >= min) {
+                        return None;
+                    }
+                }
+            }
+        }
+        let mut caps = Vec::new();
+        let mut collect = |rx: &Regex, c: regex::Captures| {
+            for name in rx.capture_names().flatten() {
+                if let (Some(s), Some(m)) = (Subject::parse(name), c.name(name)) {
+                    caps.push((s, m.as_str().to_string()));
+                }
+            }
+        };
+        if let Some(rx) = &engine.regexes[ri] {
+            collect(rx, rx.captures(hay)?);
+        }
+        if let Some(rx) = &engine.captures[ri] {
+            if let Some(c) = rx.captures(hay) {
+                collect(rx, c);
+            }
+        }
+        Some(caps)
+    }
+
+    /// The findings, ranked, with symptoms folded under their causes.
+    pub fn finish(self, era_override: Option<Era>) -> super::super::report::explain::Report {
+        let era = era_override.or_else(|| self.stats.era.era());
+        let mut findings: Vec<Finding> = Vec::new();
+        let mut groups: Vec<((usize, String), Acc)> = self.groups.into_iter().collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for ((ri, _), acc) in groups {
+            let r = &self.engine.rules[ri];
+            if r.min_count.is_some_and(|m| acc.count < m)
+                || r.min_clients.is_some_and(|m| acc.clients.len() < m)
+                || r.max_clients.is_some_and(|m| acc.clients.len() > m)
+            {
+                continue;
+            }
+            findings.push(Finding::new(r, acc, era.unwrap_or(Era::V2_15), &self.stats));
+        }
+        rank(&mut findings);
+        let findings = fold(findings);
+        super::super::report::explain::Report::new(findings, self.stats, era)
+    }
+}
+
+impl Accumulator for State<'_> {
+    fn record(&mut self, source: &str, rec: &Record<'_>) {
+        match rec {
+            Record::Event(ev) => self.observe(source, ev),
+            Record::Unparsed { line, text } => {
+                self.stats.unparsed += 1;
+                self.stats.lines += 1;
+                if !text.is_empty() {
+                    self.match_text(source, text, None, *line);
+                }
+            }
+        }
+    }
+}
+
+/// The address a rule's tags attach to.
+fn tag_key<'a>(k: TagKey, ev: &'a Event<'_>) -> Option<&'a str> {
+    let v = match k {
+        TagKey::Client => ev.client_addr(),
+        TagKey::Peer => ev.endpoint().or_else(|| ev.field("addr")),
+    };
+    // Copies with addresses masked (`client.addr=:42340`) name no connection.
+    v.filter(|c| c.contains(':') && !c.starts_with(':'))
+}
+
+/// The text rules match for events whose line is not contiguous text.
+fn haystack(ev: &Event<'_>) -> String {
+    let mut s = String::with_capacity(ev.text.len());
+    if let Some(m) = &ev.message {
+        s.push_str(m);
+    }
+    for (k, v) in &ev.fields {
+        s.push(' ');
+        s.push_str(k);
+        s.push('=');
+        s.push_str(v);
+    }
+    if let Some(c) = &ev.continuation {
+        s.push('\n');
+        s.push_str(c);
+    }
+    if s.is_empty() {
+        s.push_str(&ev.text);
+    }
+    s
+}
+
+fn hit(
+    source: &str,
+    hay: &str,
+    ev: Option<&Event<'_>>,
+    line: u64,
+    caps: Vec<(Subject, String)>,
+) -> Acc {
+    let mut acc = Acc {
+        count: 1,
+        ..Default::default()
+    };
+    let text = ev.map_or(hay, |e| &e.text);
+    let mut ev_text = text.to_string();
+    if let Some(c) = ev.and_then(|e| e.continuation.as_deref()) {
+        ev_text.push('\n');
+        ev_text.push_str(c);
+    }
+    acc.evidence.push(Evidence {
+        source: source.to_string(),
+        line,
+        text: ev_text,
+    });
+    let mut add = |s: Subject, v: &str| {
+        if !v.is_empty() && !v.starts_with(':') && !v.starts_with('<') {
+            acc.subjects.entry(s).or_default().add(v, 1);
+        }
+    };
+    for (s, v) in &caps {
+        add(*s, v);
+    }
+    if let Some(ev) = ev {
+        acc.first = Seen::of(ev);
+        acc.last = acc.first.clone();
+        if let Some(d) = ev.dst() {
+            add(Subject::Dst, &d);
+        }
+        if let Some(p) = ev.endpoint() {
+            add(Subject::Peer, p);
+        }
+        if let Some(c) = ev.client_addr() {
+            let ip = host_of(c);
+            add(Subject::Client, ip);
+        }
+        if let Some(p) = ev.port() {
+            add(Subject::Port, &p.to_string());
+        }
+        for id in ev.identities() {
+            add(Subject::Identity, id);
+        }
+        if let Some(s) = ev.field("server.name") {
+            add(Subject::Server, s);
+        }
+        if let Some(p) = ev.wrapper.pod {
+            add(Subject::Pod, p);
+        }
+        if let Some(t) = ev.target_addr() {
+            add(Subject::Target, t);
+        }
+        if let Some(p) = ev.wrapper.pod {
+            acc.workload.add(&format!("po/{p}"), 1);
+        } else if ev.has_span("gateway") || (ev.has_span("direct") && ev.port() == Some(4143)) {
+            acc.workload.add("deploy/linkerd-gateway", 1);
+        }
+    }
+    if let Some(c) = acc.subjects.get(&Subject::Client) {
+        acc.clients.extend(c.0.keys().cloned());
+    }
+    acc
+}
+
+/// A next command, rendered for this log.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Command {
+    pub command: String,
+    pub why: String,
+}
+
+/// A symptom folded under its cause.
+#[derive(Debug, Clone, Serialize)]
+pub struct Consequence {
+    pub id: String,
+    pub title: String,
+    pub count: u64,
+    pub evidence: Vec<Evidence>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub id: String,
+    pub severity: &'static str,
+    pub benign: bool,
+    pub confidence: f64,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    pub explanation: String,
+    pub count: u64,
+    pub subjects: BTreeMap<&'static str, Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_seen: Option<String>,
+    pub evidence: Vec<Evidence>,
+    pub next_commands: Vec<Command>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub doc: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub consequences: Vec<Consequence>,
+    pub rule: String,
+    #[serde(skip)]
+    role: Role,
+    #[serde(skip)]
+    sev: Severity,
+    #[serde(skip)]
+    weight: i32,
+    #[serde(skip)]
+    explains: Vec<String>,
+}
+
+/// Values for `{placeholders}`.
+struct Vars<'a> {
+    subjects: &'a BTreeMap<Subject, Values>,
+    workload: Option<String>,
+}
+
+impl Vars<'_> {
+    fn first(&self, s: Subject) -> Option<String> {
+        self.subjects
+            .get(&s)
+            .and_then(|v| v.ranked().into_iter().next())
+    }
+
+    fn get(&self, name: &str) -> Option<String> {
+        let ns_of = |v: &str| -> Option<String> {
+            let host = v.split(':').next()?;
+            if let Some(i) = host.find(".svc.") {
+                return host[..i].rsplit('.').next().map(str::to_string);
+            }
+            if let Some(i) = host.find(".serviceaccount.") {
+                return host[..i].rsplit('.').next().map(str::to_string);
+            }
+            None
+        };
+        match name {
+            "ns" => self
+                .first(Subject::Dst)
+                .and_then(|d| ns_of(&d))
+                .or_else(|| self.first(Subject::Identity).and_then(|i| ns_of(&i))),
+            "peer_ip" => self.first(Subject::Peer).map(|p| host_of(&p).to_string()),
+            "svc" => self
+                .first(Subject::Dst)
+                .and_then(|d| d.split(['.', ':']).next().map(str::to_string)),
+            "workload" => self.workload.clone(),
+            "workload_ns" => match self.workload.as_deref() {
+                Some("deploy/linkerd-gateway") => Some("linkerd-multicluster".into()),
+                _ => None,
+            },
+            other => Subject::parse(other).and_then(|s| self.first(s)),
+        }
+    }
+
+    /// Fills `{name}` and `{name|default}`; unknown values stay as `<name>`
+    /// (commands) or take their default.
+    fn render(&self, template: &str) -> String {
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(o) = rest.find('{') {
+            out.push_str(&rest[..o]);
+            let Some(c) = rest[o..].find('}') else {
+                out.push_str(&rest[o..]);
+                return out;
+            };
+            let inner = &rest[o + 1..o + c];
+            let (name, default) = inner.split_once('|').unwrap_or((inner, ""));
+            if !super::PLACEHOLDERS.contains(&name) {
+                // Shell or jsonpath braces, not ours.
+                out.push_str(&rest[o..=o + c]);
+                rest = &rest[o + c + 1..];
+                continue;
+            }
+            match self.get(name) {
+                Some(v) => out.push_str(&v),
+                None if !default.is_empty() => out.push_str(default),
+                None => {
+                    out.push('<');
+                    out.push_str(if name == "ns" || name == "workload_ns" {
+                        "namespace"
+                    } else {
+                        name
+                    });
+                    out.push('>');
+                }
+            }
+            rest = &rest[o + c + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+impl Finding {
+    fn new(r: &Rule, acc: Acc, era: Era, stats: &Stats) -> Finding {
+        let vars = Vars {
+            subjects: &acc.subjects,
+            workload: acc.workload.ranked().into_iter().next(),
+        };
+        let mut next_commands: Vec<Command> = Vec::new();
+        for n in r.next.iter().filter(|n| n.applies_to(era)) {
+            let c = Command {
+                command: vars.render(&n.cmd),
+                why: vars.render(&n.why),
+            };
+            if !next_commands.iter().any(|x| x.command == c.command) {
+                next_commands.push(c);
+            }
+        }
+        let mut notes = Vec::new();
+        if let (false, Some(n)) = (stats.has_debug(), &r.if_info_only) {
+            notes.push(vars.render(n));
+        }
+        let subjects = acc
+            .subjects
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.ranked()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        Finding {
+            id: r.id.clone().unwrap_or_default(),
+            severity: r.severity.as_str(),
+            benign: r.benign,
+            confidence: r.confidence,
+            title: vars.render(&r.title),
+            detail: r.detail.clone(),
+            explanation: vars.render(r.explain.trim()),
+            count: acc.count,
+            subjects,
+            first_seen: acc.first.display(),
+            last_seen: acc.last.display(),
+            evidence: acc.evidence,
+            next_commands,
+            doc: r.doc.clone(),
+            notes,
+            consequences: Vec::new(),
+            rule: r.name.clone(),
+            role: r.role,
+            sev: r.severity,
+            weight: r.weight,
+            explains: r.explains.clone(),
+        }
+    }
+
+    fn dsts(&self) -> &[String] {
+        self.subjects.get("dst").map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Harmful before benign, then severity, causes before symptoms, weight,
+/// confidence, and weight of evidence.
+fn rank(f: &mut [Finding]) {
+    f.sort_by(|a, b| {
+        a.benign
+            .cmp(&b.benign)
+            .then(b.sev.cmp(&a.sev))
+            .then(a.role.cmp(&b.role))
+            .then(b.weight.cmp(&a.weight))
+            .then(b.confidence.total_cmp(&a.confidence))
+            .then(b.count.cmp(&a.count))
+            .then(a.id.cmp(&b.id))
+    });
+}
+
+/// Folds each finding under the first (best ranked) unfolded finding that
+/// explains its id and shares a destination with it (or where either side
+/// names none).
+fn fold(findings: Vec<Finding>) -> Vec<Finding> {
+    let n = findings.len();
+    let mut parent: Vec<Option<usize>> = vec![None; n];
+    for i in 0..n {
+        // A finding that already explains others stays a root.
+        if parent.contains(&Some(i)) {
+            continue;
+        }
+        let f = &findings[i];
+        parent[i] = (0..n).find(|&j| {
+            j != i
+                && parent[j].is_none()
+                && !findings[j].benign
+                && findings[j].explains.contains(&f.id)
+                && (f.dsts().is_empty()
+                    || findings[j].dsts().is_empty()
+                    || f.dsts().iter().any(|d| findings[j].dsts().contains(d)))
+        });
+    }
+    let mut out: Vec<Option<Finding>> = findings.into_iter().map(Some).collect();
+    for i in 0..n {
+        if let Some(j) = parent[i] {
+            let f = out[i].take().expect("folded once");
+            let c = Consequence {
+                id: f.id,
+                title: f.title,
+                count: f.count,
+                evidence: f.evidence.into_iter().take(2).collect(),
+            };
+            if let Some(p) = out[j].as_mut() {
+                p.consequences.push(c);
+            }
+        }
+    }
+    out.into_iter().flatten().collect()
+}
