@@ -152,9 +152,18 @@ const KNOWN_CONTAINERS: &[&str] = &[
     "sp-validator",
     "service-mirror",
     "tap",
+    "tap-injector",
     "web",
     "metrics-api",
+    "jaeger-injector",
+    "cni-plugin",
+    "install-cni",
 ];
+
+/// Containers whose logs lpa reads: the proxy, init and the control plane.
+pub fn is_linkerd_container(name: &str) -> bool {
+    KNOWN_CONTAINERS.contains(&name) || name.starts_with("linkerd-")
+}
 
 fn is_k8s_name(s: &str) -> bool {
     !s.is_empty()

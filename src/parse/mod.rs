@@ -17,6 +17,14 @@ use std::borrow::Cow;
 /// Parses one normalized line. `None`: no grammar matched (prose).
 pub fn parse_line(line: &str) -> Option<Event<'_>> {
     let u = unwrap(line);
+    // An application container's own output, interleaved by `--prefix` or
+    // stern, is not a Linkerd log even when it looks like one (logfmt).
+    if u.wrapper
+        .container
+        .is_some_and(|c| !crate::input::wrap::is_linkerd_container(c))
+    {
+        return None;
+    }
     let s = u.rest;
     let mut ev = dispatch(s)?;
     ev.wrapper = u.wrapper;

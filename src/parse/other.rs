@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 /// logrus `TextFormatter`: `time="…" level=info msg="…" k=v k="v"`.
 pub fn logrus(s: &str) -> Option<Event<'_>> {
-    if !s.starts_with("time=\"") && !s.starts_with("level=") {
+    if !s.starts_with("time=\"") {
         return None;
     }
     let mut ev = Event::new(Producer::Logrus, Cow::Borrowed(s));

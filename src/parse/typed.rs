@@ -186,6 +186,12 @@ impl<'a> Event<'a> {
             .and_then(|p| p.parse().ok())
             .or_else(|| self.target_addr().and_then(port_of))
             .or_else(|| self.field("port").and_then(|p| p.parse().ok()))
+            .or_else(|| {
+                // `header=TransportHeader { port: 8080, name: None, … }`
+                let h = self.field("header")?;
+                let r = &h[h.find("port: ")? + 6..];
+                r[..r.find(|c: char| !c.is_ascii_digit())?].parse().ok()
+            })
     }
 
     /// The logical destination (service authority) the request went to.

@@ -98,6 +98,7 @@ impl Engine {
             groups: HashMap::new(),
             tags: HashMap::new(),
             pending: Vec::new(),
+            conns: HashMap::new(),
             stats: Stats::default(),
             candidates: Vec::new(),
         }
@@ -269,8 +270,18 @@ pub struct State<'e> {
     groups: HashMap<(usize, String), Acc>,
     tags: HashMap<String, u32>,
     pending: Vec<Pending>,
+    /// The destination and endpoint last seen on each connection, for
+    /// matches whose own line does not name them (2.7-era error lines).
+    conns: HashMap<String, ConnCtx>,
     pub stats: Stats,
     candidates: Vec<usize>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct ConnCtx {
+    dst: Option<String>,
+    peer: Option<String>,
+    port: Option<u16>,
 }
 
 fn level_index(l: Level) -> usize {
@@ -328,6 +339,7 @@ impl<'e> State<'e> {
         if !cue.is_empty() {
             self.stats.era.add(cue);
         }
+        self.remember_conn(ev);
         let owned;
         let hay: &str = if matches!(
             ev.producer,
@@ -340,6 +352,39 @@ impl<'e> State<'e> {
             &ev.text
         };
         self.match_text(source, hay, Some(ev), ev.line);
+    }
+
+    fn remember_conn(&mut self, ev: &Event<'_>) {
+        let Some(c) = tag_key(TagKey::Client, ev) else {
+            return;
+        };
+        let dst = ev.dst();
+        let peer = ev.endpoint();
+        let port = ev.port();
+        if dst.is_none() && peer.is_none() && port.is_none() {
+            return;
+        }
+        let same = self.conns.get(c).is_some_and(|x| {
+            dst.as_deref().is_none_or(|d| x.dst.as_deref() == Some(d))
+                && peer.is_none_or(|p| x.peer.as_deref() == Some(p))
+                && port.is_none_or(|p| x.port == Some(p))
+        });
+        if same {
+            return;
+        }
+        if self.conns.len() >= MAX_CONNS && !self.conns.contains_key(c) {
+            self.conns.clear();
+        }
+        let e = self.conns.entry(c.to_string()).or_default();
+        if let Some(d) = dst {
+            e.dst = Some(d.into_owned());
+        }
+        if let Some(p) = peer {
+            e.peer = Some(p.to_string());
+        }
+        if port.is_some() {
+            e.port = port;
+        }
     }
 
     fn match_text(&mut self, source: &str, hay: &str, ev: Option<&Event<'_>>, line: u64) {
@@ -372,7 +417,10 @@ impl<'e> State<'e> {
             if r.id.is_none() {
                 continue;
             }
-            let acc = hit(source, hay, ev, line, caps);
+            let ctx = ev
+                .and_then(|e| tag_key(TagKey::Client, e))
+                .and_then(|c| self.conns.get(c));
+            let acc = hit(source, hay, ev, line, caps, ctx);
             let group = r
                 .group_by
                 .and_then(|g| {
@@ -580,6 +628,7 @@ fn hit(
     ev: Option<&Event<'_>>,
     line: u64,
     caps: Vec<(Subject, String)>,
+    ctx: Option<&ConnCtx>,
 ) -> Acc {
     let mut acc = Acc {
         count: 1,
@@ -607,17 +656,27 @@ fn hit(
     if let Some(ev) = ev {
         acc.first = Seen::of(ev);
         acc.last = acc.first.clone();
-        if let Some(d) = ev.dst() {
-            add(Subject::Dst, &d);
+        match ev.dst() {
+            Some(d) => add(Subject::Dst, &d),
+            None => {
+                if let Some(d) = ctx.and_then(|c| c.dst.as_deref()) {
+                    add(Subject::Dst, d);
+                }
+            }
         }
-        if let Some(p) = ev.endpoint() {
-            add(Subject::Peer, p);
+        match ev.endpoint() {
+            Some(p) => add(Subject::Peer, p),
+            None => {
+                if let Some(p) = ctx.and_then(|c| c.peer.as_deref()) {
+                    add(Subject::Peer, p);
+                }
+            }
         }
         if let Some(c) = ev.client_addr() {
             let ip = host_of(c);
             add(Subject::Client, ip);
         }
-        if let Some(p) = ev.port() {
+        if let Some(p) = ev.port().or_else(|| ctx.and_then(|c| c.port)) {
             add(Subject::Port, &p.to_string());
         }
         for id in ev.identities() {
