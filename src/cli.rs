@@ -6,6 +6,7 @@ use crate::pipeline::{self, Accumulator};
 use crate::report::explain::{self, Report};
 use crate::report::jsonl;
 use crate::report::style::{ColorChoice, Style};
+use crate::report::summary::{self, Summary, SummaryAcc};
 use crate::rules::{self, engine::Engine};
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -63,6 +64,28 @@ pub enum Command {
         #[command(flatten)]
         report: ReportArgs,
     },
+    /// Tables of what a log holds: levels, error kinds, destinations, peers, TLS, statuses, time.
+    #[command(after_help = "Examples:
+  lpa summarize gateway.log
+  lpa summarize --by source client.log gateway.log
+  lpa summarize --format json gateway.log | jq '.destinations[0]'
+  kubectl logs deploy/web -c linkerd-proxy | lpa summarize --top 20")]
+    Summarize {
+        /// Log files, directories, globs, `.gz`; `-` or nothing for stdin.
+        files: Vec<PathBuf>,
+        /// Rows per table.
+        #[arg(long, default_value_t = 10)]
+        top: usize,
+        /// `source`: one summary per input as well as the combined one.
+        #[arg(long, value_enum)]
+        by: Option<By>,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+        /// When to colour human output (NO_COLOR is honoured in auto).
+        #[arg(long, value_enum, default_value = "auto")]
+        color: ColorChoice,
+    },
     /// Inspect, show and validate the knowledge base.
     Rules {
         #[command(subcommand)]
@@ -95,6 +118,11 @@ pub enum Format {
     Human,
     Json,
     Markdown,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    Source,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -244,6 +272,74 @@ fn cmd_explain(files: &[PathBuf], args: &ReportArgs, opts: &pipeline::Options) -
     print_report(&report, args, explain::markdown)
 }
 
+fn cmd_summarize(
+    files: &[PathBuf],
+    top: usize,
+    by: Option<By>,
+    format: Format,
+    color: ColorChoice,
+    opts: &pipeline::Options,
+) -> Result<i32> {
+    let engine = Engine::new(rules::load(&[])?);
+    let mut sources = input::open_all(files)?;
+    let mut total = Summary::default();
+    let mut per_source: Vec<(String, Summary)> = Vec::new();
+    pipeline::run(
+        &mut sources,
+        opts,
+        || SummaryAcc::new(&engine),
+        |name, acc| {
+            if by == Some(By::Source) {
+                match per_source.last_mut() {
+                    Some((n, s)) if n == name => s.merge(acc.summary.clone()),
+                    _ => per_source.push((name.to_string(), acc.summary.clone())),
+                }
+            }
+            total.merge(acc.summary);
+            Ok(())
+        },
+    )?;
+    let style = Style::for_stdout(color);
+    let text = match format {
+        Format::Json => {
+            let mut doc = serde_json::to_value(total.doc(top))?;
+            if by == Some(By::Source) {
+                let each: serde_json::Map<String, serde_json::Value> = per_source
+                    .iter()
+                    .map(|(n, s)| Ok((n.clone(), serde_json::to_value(s.doc(top))?)))
+                    .collect::<Result<_>>()?;
+                doc["by_source"] = serde_json::Value::Object(each);
+            }
+            serde_json::to_string_pretty(&doc)? + "\n"
+        }
+        Format::Markdown => {
+            let mut t = String::new();
+            for (n, s) in &per_source {
+                t.push_str(&format!("# {n}\n\n{}\n", summary::markdown(s, top)));
+            }
+            t + &summary::markdown(&total, top)
+        }
+        Format::Human => {
+            let mut t = String::new();
+            for (n, s) in &per_source {
+                t.push_str(&format!(
+                    "{}\n{}\n",
+                    style.bold(&format!("=== {n}")),
+                    summary::human(s, top, &style)
+                ));
+            }
+            if !per_source.is_empty() {
+                t.push_str(&format!("{}\n", style.bold("=== all inputs")));
+            }
+            t + &summary::human(&total, top, &style)
+        }
+    };
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(0)
+}
+
 fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
     match cmd {
         RulesCommand::List { rules: files } => {
@@ -322,6 +418,13 @@ pub fn main() -> i32 {
             .and_then(|mut s| cmd_parse(&mut s, &opts, level.map(Level::from), *only))
             .map(|()| 0),
         Command::Explain { files, report } => cmd_explain(files, report, &opts),
+        Command::Summarize {
+            files,
+            top,
+            by,
+            format,
+            color,
+        } => cmd_summarize(files, *top, *by, *format, *color, &opts),
         Command::Rules { command } => cmd_rules(command),
     };
     match result {

@@ -4,3 +4,4 @@
 pub mod explain;
 pub mod jsonl;
 pub mod style;
+pub mod summary;

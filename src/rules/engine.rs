@@ -104,6 +104,11 @@ impl Engine {
         }
     }
 
+    /// Does any rule's literal occur in this text?
+    pub fn knows(&self, text: &str) -> bool {
+        self.prefilter.is_match(text)
+    }
+
     fn bits(&self, tags: &[String]) -> u32 {
         tags.iter()
             .filter_map(|t| self.tag_bits.get(t))
