@@ -8,6 +8,7 @@ use crate::report::jsonl;
 use crate::report::style::{ColorChoice, Style};
 use crate::report::summary::{self, Summary, SummaryAcc};
 use crate::rules::{self, engine::Engine};
+use crate::triage;
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{self, Write};
@@ -61,6 +62,17 @@ pub enum Command {
     Explain {
         /// Log files, directories, globs, `.gz`; `-` or nothing for stdin.
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        report: ReportArgs,
+    },
+    /// A support ticket or GitHub issue (prose with logs inside) → findings and a draft reply in Markdown.
+    #[command(after_help = "Examples:
+  lpa triage ticket.txt > reply.md
+  pbpaste | lpa triage
+  lpa triage --format json issue.md | jq '.missing'")]
+    Triage {
+        /// The ticket text; `-` or nothing for stdin.
+        file: Option<PathBuf>,
         #[command(flatten)]
         report: ReportArgs,
     },
@@ -340,6 +352,31 @@ fn cmd_summarize(
     Ok(0)
 }
 
+fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs) -> Result<i32> {
+    let engine = Engine::new(rules::load(&args.rules)?);
+    let files: Vec<PathBuf> = file.cloned().into_iter().collect();
+    let mut text = Vec::new();
+    let mut name = String::from("stdin");
+    for mut src in input::open_all(&files)? {
+        name = src.name.clone();
+        src.read_to_end(&mut text)?;
+    }
+    let t = triage::triage(&name, &text, &engine);
+    let out = match args.format {
+        Format::Json => serde_json::to_string_pretty(&t)? + "\n",
+        Format::Markdown | Format::Human => triage::markdown(&t),
+    };
+    let mut o = io::stdout().lock();
+    o.write_all(out.as_bytes())?;
+    o.flush()?;
+    let failed = match args.fail_on {
+        Some(FailOn::Critical) => t.report.has_at_least("critical"),
+        Some(FailOn::Warning) => t.report.has_at_least("warning"),
+        None => false,
+    };
+    Ok(i32::from(failed))
+}
+
 fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
     match cmd {
         RulesCommand::List { rules: files } => {
@@ -425,6 +462,7 @@ pub fn main() -> i32 {
             format,
             color,
         } => cmd_summarize(files, *top, *by, *format, *color, &opts),
+        Command::Triage { file, report } => cmd_triage(file.as_ref(), report),
         Command::Rules { command } => cmd_rules(command),
     };
     match result {

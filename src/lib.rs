@@ -9,3 +9,4 @@ pub mod parse;
 pub mod pipeline;
 pub mod report;
 pub mod rules;
+pub mod triage;

@@ -29,6 +29,14 @@ impl Source {
         }
     }
 
+    /// Reads everything that is left (tickets are read whole).
+    pub fn read_to_end(&mut self, buf: &mut Vec<u8>) -> Result<()> {
+        self.reader
+            .read_to_end(buf)
+            .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", self.name))?;
+        Ok(())
+    }
+
     fn open_file(path: &Path) -> Result<Source> {
         let f = File::open(path).map_err(|e| describe(path, e))?;
         let mut r = BufReader::with_capacity(1 << 16, f);

@@ -80,6 +80,15 @@ pub fn unwrap(line: &str) -> Unwrapped<'_> {
     let mut w = Wrapper::default();
     let indented = line.starts_with([' ', '\t']);
     let mut s = line.trim_start();
+    // Inline code in chat or Markdown: `line`.
+    // A span may open on one line and close on a later one, so each end is
+    // stripped on its own; a closing backtick counts only when it is unpaired.
+    if let Some(r) = s.strip_prefix('`') {
+        s = r;
+    }
+    if s.ends_with('`') && s.matches('`').count() % 2 == 1 {
+        s = &s[..s.len() - 1];
+    }
     // `> ` quote markers, possibly nested, from mail and GitHub replies.
     while let Some(r) = s.strip_prefix('>') {
         if r.is_empty() || r.starts_with(' ') {

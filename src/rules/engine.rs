@@ -559,7 +559,14 @@ impl<'e> State<'e> {
     }
 
     /// The findings, ranked, with symptoms folded under their causes.
-    pub fn finish(self, era_override: Option<Era>) -> super::super::report::explain::Report {
+    pub fn finish(mut self, era_override: Option<Era>) -> super::super::report::explain::Report {
+        // Matches still waiting for tags from before their chunk: nothing
+        // came before this state, so their connections carry no tag.
+        for p in std::mem::take(&mut self.pending) {
+            if self.tag_condition(p.rule, 0) {
+                self.add_acc(p.rule, p.group, p.acc);
+            }
+        }
         let era = era_override.or_else(|| self.stats.era.era());
         let mut findings: Vec<Finding> = Vec::new();
         let mut groups: Vec<((usize, String), Acc)> = self.groups.into_iter().collect();
