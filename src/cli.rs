@@ -380,7 +380,7 @@ fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs) -> Result<i32> {
 fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
     match cmd {
         RulesCommand::List { rules: files } => {
-            let rules = rules::load(files)?;
+            let rules = rules::load(files)?.rules;
             let mut out = String::new();
             for id in rules::IDS {
                 let names: Vec<&str> = rules
@@ -404,7 +404,7 @@ fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
             Ok(0)
         }
         RulesCommand::Show { name, rules: files } => {
-            let rules = rules::load(files)?;
+            let rules = rules::load(files)?.rules;
             let Some(r) = rules
                 .iter()
                 .find(|r| &r.name == name || r.id.as_deref() == Some(name))
@@ -419,8 +419,13 @@ fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", file.display()))?;
             match rules::parse_rules(&file.display().to_string(), &text) {
-                Ok(r) => {
-                    println!("{}: {} rules, all valid", file.display(), r.len());
+                Ok(kb) => {
+                    println!(
+                        "{}: {} rules and {} era cues, all valid",
+                        file.display(),
+                        kb.rules.len(),
+                        kb.eras.len()
+                    );
                     Ok(0)
                 }
                 Err(errs) => {

@@ -256,10 +256,11 @@ fn missing(r: &Report, ctx: &Context) -> Vec<Missing> {
             how: format!("annotate the workload with `{DEBUG_ANNOTATION}`, restart it, reproduce, then send `kubectl logs <pod> -c linkerd-proxy --timestamps`"),
         });
     }
-    if ctx.version.is_none() && s.era.era().is_none() {
+    let range = s.era.range();
+    if ctx.version.is_none() && (range.min.is_none() || range.min != range.max) {
         m.push(Missing {
             id: "version",
-            why: "no Linkerd version is stated and the log format does not tell it".into(),
+            why: "no Linkerd version is stated and the log format does not pin it down".into(),
             how: "linkerd version".into(),
         });
     }

@@ -42,7 +42,9 @@ fn logfmt(s: &str) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
                 j += if b[j] == b'\\' { 2 } else { 1 };
             }
             let end = j.min(b.len());
-            i = end + 1;
+            // An unterminated quote runs to the end of the line; do not step
+            // past it (`s[i..]` on the next pair would be out of bounds).
+            i = (end + 1).min(b.len());
             Some((key, go_unquote(&s[start + 1..end])))
         } else {
             let end = s[start..].find(' ').map_or(b.len(), |e| start + e);
@@ -93,6 +95,15 @@ pub fn klog(s: &str) -> Option<Event<'_>> {
     // `0203 21:30:23.123456`: month-day and time; klog prints no year.
     let time_end = s[6..].find(' ').map_or(close, |e| 6 + e);
     ev.timestamp = Some(Cow::Borrowed(&s[1..time_end]));
+    // The right-aligned thread id between the time and the source file
+    // (log-format.md C7: `tid=1`).
+    if let Some(tid) = s
+        .get(time_end..close)
+        .and_then(|h| h.split_whitespace().next())
+        .filter(|t| t.bytes().all(|c| c.is_ascii_digit()))
+    {
+        ev.thread = Some(Cow::Borrowed(tid));
+    }
     ev.target = Some(Cow::Borrowed(src));
     ev.message = Some(Cow::Borrowed(&s[close + 2..]));
     Some(ev)
@@ -109,16 +120,42 @@ pub fn proxy_init(s: &str) -> Option<Event<'_>> {
     {
         return None;
     }
-    let mut ev = Event::new(Producer::ProxyInit, Cow::Borrowed(s));
+    let mut ev = init_event(s, &s[20..]);
     ev.timestamp = Some(Cow::Borrowed(&s[..19]));
-    let msg = &s[20..];
+    Some(ev)
+}
+
+/// proxy-init ≤ v1.3 with the front of its stamp cut off, as a truncated
+/// termination message shows it: `/02/25 08:33:56 Will ignore port …`
+/// (log-format.md C14: time unknown, message recovered).
+pub fn proxy_init_truncated(s: &str) -> Option<Event<'_>> {
+    let b = s.as_bytes();
+    // What is left of the year (0–3 digits), then `/MM/DD HH:MM:SS `.
+    let k = b.iter().take(3).take_while(|c| c.is_ascii_digit()).count();
+    let pat = b"/dd/dd dd:dd:dd ";
+    let r = &b[k..];
+    if r.len() <= pat.len()
+        || !pat.iter().zip(r).all(|(p, c)| match p {
+            b'd' => c.is_ascii_digit(),
+            _ => p == c,
+        })
+    {
+        return None;
+    }
+    let mut ev = init_event(s, &s[k + pat.len()..]);
+    ev.truncated_head = true;
+    Some(ev)
+}
+
+fn init_event<'a>(s: &'a str, msg: &'a str) -> Event<'a> {
+    let mut ev = Event::new(Producer::ProxyInit, Cow::Borrowed(s));
     ev.level = Some(if msg.starts_with("Error") || msg.starts_with("Aborting") {
         Level::Error
     } else {
         Level::Info
     });
     ev.message = Some(Cow::Borrowed(msg));
-    Some(ev)
+    ev
 }
 
 /// Apache common access log: `IP:port ID - [ts] "METHOD URI VERSION" STATUS`.
@@ -169,7 +206,53 @@ pub fn panic(s: &str) -> Option<Event<'_>> {
     let mut ev = Event::new(producer, Cow::Borrowed(s));
     ev.level = Some(Level::Error);
     ev.message = Some(Cow::Borrowed(s));
+    if producer == Producer::RustPanic {
+        rust_panic_header(s, &mut ev);
+    }
     Some(ev)
+}
+
+/// Thread, message and location of a Rust panic header (log-format.md §5,
+/// M1/M3/M4): `thread 'NAME'[ (TID)] panicked at 'MSG', FILE:L:C` before
+/// Rust 1.73, `… panicked at FILE:L:C:` after, the message then following on
+/// the next line (the tokenizer takes it from there).
+fn rust_panic_header<'a>(s: &'a str, ev: &mut Event<'a>) {
+    let Some(r) = s.strip_prefix("thread '") else {
+        return;
+    };
+    let Some(q) = r.find('\'') else {
+        return;
+    };
+    let name = &r[..q];
+    let mut r = &r[q + 1..];
+    let mut tid = None;
+    if let Some((t, rest)) = r.strip_prefix(" (").and_then(|t| t.split_once(')')) {
+        if !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit()) {
+            tid = Some(t);
+            r = rest;
+        }
+    }
+    let Some(r) = r.strip_prefix(" panicked at ") else {
+        return;
+    };
+    ev.thread = Some(Cow::Borrowed(name));
+    if let Some(t) = tid {
+        ev.fields.push((Cow::Borrowed("tid"), Cow::Borrowed(t)));
+    }
+    if let Some(m) = r.strip_prefix('\'') {
+        // `'MSG', FILE:L:C`; with no `', ` the message goes on next lines.
+        let (msg, loc) = m
+            .rsplit_once("', ")
+            .map_or((m, None), |(a, b)| (a, Some(b)));
+        ev.message = Some(Cow::Borrowed(msg));
+        if let Some(l) = loc {
+            ev.fields.push((Cow::Borrowed("loc"), Cow::Borrowed(l)));
+        }
+    } else {
+        let loc = r.strip_suffix(':').unwrap_or(r);
+        ev.fields.push((Cow::Borrowed("loc"), Cow::Borrowed(loc)));
+        ev.message = None;
+    }
 }
 
 #[cfg(test)]

@@ -115,6 +115,19 @@ pub fn lenient(s: &str) -> Option<Event<'_>> {
             return None;
         }
         ev.level = lvl;
+        // What precedes the level is the clock a pipeline wrote in place of
+        // the uptime (`Jan 15 16:34:57.892`, log-format.md P38), or a copied
+        // uptime bracket: keep it rather than lose it.
+        let clock = match lvl {
+            Some(_) => before[..before.rfind(' ').map_or(0, |i| i)].trim_end(),
+            None => before,
+        };
+        if clock.bytes().any(|c| c.is_ascii_digit()) {
+            match uptime(clock) {
+                Some((u, _, "")) => ev.uptime = Some(u),
+                _ => ev.timestamp = Some(Cow::Borrowed(clock)),
+            }
+        }
         let (t, r) = thread_id(&s[pos..])?;
         ev.thread = Some(Cow::Borrowed(t));
         rest = r;
@@ -123,6 +136,17 @@ pub fn lenient(s: &str) -> Option<Event<'_>> {
         rest = r;
     }
     tracing_tail(rest, &mut ev, true)?;
+    // The policy controller writes the same layout without thread ids; with
+    // its timestamp lost, its targets still tell it (log-format.md C17, as
+    // `json::tracing_json` does for its JSON).
+    if ev.thread.is_none()
+        && ev
+            .target
+            .as_deref()
+            .is_some_and(|t| t.starts_with("linkerd_policy") || t.starts_with("kubert"))
+    {
+        ev.producer = Producer::PolicyController;
+    }
     Some(ev)
 }
 
@@ -238,8 +262,12 @@ fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 6]>) {
         if !span.name.is_empty() || !span.fields.is_empty() {
             out.push(span);
         }
-        // skip the `:` separator
-        i += 1;
+        // Skip the `:` separator. Only a `:`: after a `}` that is not followed
+        // by one (a mangled copy), stepping a byte could land inside a UTF-8
+        // character and the next name slice would panic.
+        if b.get(i) == Some(&b':') {
+            i += 1;
+        }
     }
 }
 

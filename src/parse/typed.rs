@@ -351,7 +351,9 @@ fn era_cue(ev: &Event) -> EraCue {
     if msg.contains("HTTP Balancer service in fail-fast") {
         c = c.at_least(Era::V2_10).at_most(Era::V2_12);
     }
-    if ev.has_span("rescue") || msg.ends_with(" request failed") {
+    if msg.ends_with(" request failed")
+        || ev.span("service").is_some_and(|s| s.field("ns").is_some())
+    {
         c = c.at_least(Era::V2_12);
     }
     if let Some(e) = ev.field("error") {
@@ -361,7 +363,7 @@ fn era_cue(ev: &Event) -> EraCue {
             c = c.at_most(Era::Upto2_9);
         }
     }
-    if ev.field("error.sources").is_some() {
+    if ev.field("error.sources").is_some() || ev.has_span("rescue") {
         c = c.at_least(Era::V2_10);
     }
     if ev
@@ -371,6 +373,13 @@ fn era_cue(ev: &Event) -> EraCue {
         c = c.at_most(Era::Upto2_9);
     }
     c
+}
+
+/// The eras a log's wording allows (both ends inclusive).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct EraRange {
+    pub min: Option<Era>,
+    pub max: Option<Era>,
 }
 
 /// Folds the cues of a whole log into one era.
@@ -421,21 +430,39 @@ impl EraVote {
         });
     }
 
-    pub fn era(&self) -> Option<Era> {
-        if let Some((i, _)) = self
-            .exact
+    /// What the cues allow: the exact era when a banner or stated version
+    /// fixes it, else the bounds the wording sets.
+    pub fn range(&self) -> EraRange {
+        if let Some(e) = self.exact_era() {
+            return EraRange {
+                min: Some(e),
+                max: Some(e),
+            };
+        }
+        match (self.min, self.max) {
+            // Contradicting cues (mixed versions in one input): trust the newer.
+            (Some(lo), Some(hi)) if lo > hi => EraRange {
+                min: Some(lo),
+                max: None,
+            },
+            (min, max) => EraRange { min, max },
+        }
+    }
+
+    fn exact_era(&self) -> Option<Era> {
+        self.exact
             .iter()
             .enumerate()
             .filter(|(_, n)| **n > 0)
             .max_by_key(|(_, n)| **n)
-        {
-            return Some(ERAS[i]);
-        }
-        match (self.min, self.max) {
-            (Some(lo), Some(hi)) if lo > hi => Some(lo),
-            (Some(lo), _) => Some(lo),
-            (None, hi) => hi,
-        }
+            .map(|(i, _)| ERAS[i])
+    }
+
+    /// The era advice is chosen for: exact, else the oldest the cues allow
+    /// (commands that exist there exist later too, mostly), else the newest.
+    pub fn era(&self) -> Option<Era> {
+        let r = self.range();
+        r.min.or(r.max)
     }
 }
 

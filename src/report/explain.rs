@@ -2,6 +2,7 @@
 //! contract of spec/diagnoses.md, or as Markdown.
 
 use super::style::Style;
+use crate::parse::typed::EraRange;
 use crate::parse::Era;
 use crate::rules::engine::{Finding, Stats};
 use serde::Serialize;
@@ -18,8 +19,12 @@ pub struct InputSummary {
 pub struct Report {
     pub findings: Vec<Finding>,
     pub input: InputSummary,
+    /// The Linkerd release line the log's format points to; next commands
+    /// are chosen for it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub era: Option<&'static str>,
+    /// The eras the log's wording allows (`min`/`max`, null when unbounded).
+    pub era_range: EraRange,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     #[serde(skip)]
@@ -29,7 +34,7 @@ pub struct Report {
 pub const DEBUG_ANNOTATION: &str = "config.linkerd.io/proxy-log-level: linkerd=debug,info";
 
 impl Report {
-    pub fn new(findings: Vec<Finding>, stats: Stats, era: Option<Era>) -> Report {
+    pub fn new(findings: Vec<Finding>, stats: Stats) -> Report {
         let mut notes = Vec::new();
         if stats.events == 0 {
             notes.push(
@@ -56,7 +61,8 @@ impl Report {
                 events: stats.events,
                 unparsed: stats.unparsed,
             },
-            era: era.map(Era::as_str),
+            era: stats.era.era().map(Era::as_str),
+            era_range: stats.era.range(),
             notes,
             stats,
         }

@@ -199,6 +199,11 @@ impl<'e> SummaryAcc<'e> {
         if !cue.is_empty() {
             s.era.add(cue);
         }
+        if ev.producer.is_proxy() {
+            for c in self.engine.era_cues(&ev.text) {
+                s.era.add(c);
+            }
+        }
         if let Some(p) = ev.wrapper.pod {
             bump(&mut s.pods, &p.to_string(), 1, OTHER.into());
         }

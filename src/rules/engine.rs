@@ -4,7 +4,8 @@
 //! (`sz=0`, then `identity required`); at the end, symptoms fold under the
 //! causes that explain them and findings are ranked.
 
-use super::{Role, Rule, Severity, Subject, TagKey};
+use super::{KnowledgeBase, Role, Rule, Severity, Subject, TagKey};
+use crate::parse::typed::EraCue;
 use crate::parse::typed::{host_of, EraVote};
 use crate::parse::{Era, Event, Level, Producer, Record};
 use crate::pipeline::Accumulator;
@@ -36,10 +37,25 @@ pub struct Engine {
     lower_all: Vec<Vec<String>>,
     lower_not: Vec<Vec<String>>,
     tag_bits: HashMap<String, u32>,
+    era_prefilter: AhoCorasick,
+    era_cues: Vec<EraCue>,
 }
 
 impl Engine {
-    pub fn new(rules: Vec<Rule>) -> Engine {
+    pub fn new(kb: KnowledgeBase) -> Engine {
+        let rules = kb.rules;
+        let era_of = |v: &Option<String>| v.as_deref().and_then(Era::of_linkerd_version);
+        let era_cues = kb
+            .eras
+            .iter()
+            .map(|e| EraCue {
+                exact: None,
+                min: era_of(&e.since),
+                max: era_of(&e.until),
+            })
+            .collect();
+        let era_prefilter = AhoCorasick::new(kb.eras.iter().map(|e| e.text.as_str()))
+            .expect("era literals compile");
         let mut patterns = Vec::new();
         let mut pattern_rule = Vec::new();
         let mut always = Vec::new();
@@ -89,7 +105,16 @@ impl Engine {
             regexes,
             captures,
             tag_bits,
+            era_prefilter,
+            era_cues,
         }
+    }
+
+    /// Era cues from release-specific wording in this text.
+    pub fn era_cues<'a>(&'a self, text: &'a str) -> impl Iterator<Item = EraCue> + 'a {
+        self.era_prefilter
+            .find_overlapping_iter(text)
+            .map(|m| self.era_cues[m.pattern().as_usize()])
     }
 
     pub fn state(&self) -> State<'_> {
@@ -344,6 +369,11 @@ impl<'e> State<'e> {
         if !cue.is_empty() {
             self.stats.era.add(cue);
         }
+        if ev.producer.is_proxy() {
+            for c in self.engine.era_cues(&ev.text) {
+                self.stats.era.add(c);
+            }
+        }
         self.remember_conn(ev);
         let owned;
         let hay: &str = if matches!(
@@ -567,7 +597,10 @@ impl<'e> State<'e> {
                 self.add_acc(p.rule, p.group, p.acc);
             }
         }
-        let era = era_override.or_else(|| self.stats.era.era());
+        if let Some(e) = era_override {
+            self.stats.era.add_stated(e);
+        }
+        let era = self.stats.era.era();
         let mut findings: Vec<Finding> = Vec::new();
         let mut groups: Vec<((usize, String), Acc)> = self.groups.into_iter().collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
@@ -583,7 +616,7 @@ impl<'e> State<'e> {
         }
         rank(&mut findings);
         let findings = fold(findings);
-        super::super::report::explain::Report::new(findings, self.stats, era)
+        super::super::report::explain::Report::new(findings, self.stats)
     }
 }
 

@@ -247,11 +247,32 @@ fn default_confidence() -> f64 {
     0.8
 }
 
+/// Wording that exists only in some releases: a cue to the log's era.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct EraRule {
+    /// Matched case-sensitively.
+    pub text: String,
+    #[serde(default)]
+    pub since: Option<String>,
+    #[serde(default)]
+    pub until: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RulesFile {
     #[serde(default, rename = "rule")]
     rules: Vec<Rule>,
+    #[serde(default, rename = "era")]
+    eras: Vec<EraRule>,
+}
+
+/// Everything a rules file holds.
+#[derive(Debug, Clone, Default)]
+pub struct KnowledgeBase {
+    pub rules: Vec<Rule>,
+    pub eras: Vec<EraRule>,
 }
 
 /// The diagnosis ids of spec/diagnoses.md: a rule may emit no other.
@@ -320,7 +341,7 @@ fn rule_line(text: &str, name: &str) -> usize {
 
 /// Parses and validates a rules file. Every problem is reported, each with
 /// its `file:line` and a hint.
-pub fn parse_rules(file: &str, text: &str) -> std::result::Result<Vec<Rule>, Vec<RuleError>> {
+pub fn parse_rules(file: &str, text: &str) -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
     let parsed: RulesFile = match toml::from_str(text) {
         Ok(p) => p,
         Err(e) => {
@@ -424,8 +445,25 @@ pub fn parse_rules(file: &str, text: &str) -> std::result::Result<Vec<Rule>, Vec
             }
         }
     }
+    for e in &parsed.eras {
+        for v in e.since.iter().chain(&e.until) {
+            if Era::of_linkerd_version(v).is_none() {
+                errs.push(RuleError {
+                    file: file.to_string(),
+                    line: text
+                        .find(&format!("\"{v}\""))
+                        .map_or(1, |o| line_of(text, o)),
+                    message: format!("era cue '{}': '{v}' is not a Linkerd version", e.text),
+                    hint: "write stable versions as 2.12 or 2.14.1".into(),
+                });
+            }
+        }
+    }
     if errs.is_empty() {
-        Ok(parsed.rules)
+        Ok(KnowledgeBase {
+            rules: parsed.rules,
+            eras: parsed.eras,
+        })
     } else {
         Err(errs)
     }
@@ -465,8 +503,8 @@ fn unknown_placeholder(cmd: &str) -> Option<String> {
 
 /// The embedded rules, then each user file; a user rule with the name of an
 /// existing one replaces it.
-pub fn load(user_files: &[std::path::PathBuf]) -> Result<Vec<Rule>> {
-    let mut rules = match parse_rules("<built-in rules>", DEFAULT_RULES) {
+pub fn load(user_files: &[std::path::PathBuf]) -> Result<KnowledgeBase> {
+    let mut kb = match parse_rules("<built-in rules>", DEFAULT_RULES) {
         Ok(r) => r,
         Err(e) => bail!("built-in rules are broken: {}", e[0]),
     };
@@ -482,14 +520,15 @@ pub fn load(user_files: &[std::path::PathBuf]) -> Result<Vec<Rule>> {
                     .join("\n")
             )
         })?;
-        for r in user {
-            match rules.iter_mut().find(|x| x.name == r.name) {
+        for r in user.rules {
+            match kb.rules.iter_mut().find(|x| x.name == r.name) {
                 Some(slot) => *slot = r,
-                None => rules.push(r),
+                None => kb.rules.push(r),
             }
         }
+        kb.eras.extend(user.eras);
     }
-    Ok(rules)
+    Ok(kb)
 }
 
 #[cfg(test)]
