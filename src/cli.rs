@@ -1,18 +1,22 @@
-//! The command line: flags, subcommands, exit codes.
+//! The command line: flags, subcommands, output and exit codes.
 
 use crate::input::{self, Source};
 use crate::parse::{Level, Record};
 use crate::pipeline::{self, Accumulator};
+use crate::report::anonymize::Anonymizer;
 use crate::report::explain::{self, Report};
 use crate::report::jsonl;
 use crate::report::style::{ColorChoice, Style};
 use crate::report::summary::{self, Summary, SummaryAcc};
 use crate::rules::{self, engine::Engine};
-use crate::triage;
+use crate::{follow, triage};
 use anyhow::Result;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{self, Write};
 use std::path::PathBuf;
+
+const INPUTS: &str =
+    "Log files, directories (their *.log, *.log.gz), globs, .gz; `-` or nothing reads stdin";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -21,18 +25,35 @@ use std::path::PathBuf;
     about = "Linkerd proxy log analyzer: turns linkerd2-proxy logs into root causes, evidence and next commands",
     after_help = "Examples:
   kubectl logs deploy/web -c linkerd-proxy | lpa explain
-  lpa summarize gateway.log
+  kubectl logs -f deploy/web -c linkerd-proxy | lpa explain --follow
+  lpa summarize gateway.log client.log
   lpa triage ticket.txt > reply.md
   lpa parse --level warn proxy.log | jq .message
 
-Exit status: 0 ok; 1 a finding at or above --fail-on; 2 usage or input error."
+Exit status: 0 success; 1 a finding at or above --fail-on; 2 usage, input or rules-file error."
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    #[command(flatten)]
+    pub global: Global,
+}
+
+/// Flags every command takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Global {
     /// Worker threads (default: one per core).
     #[arg(long, global = true, value_name = "N")]
     pub threads: Option<usize>,
+    /// When to colour human output; `auto` colours only a terminal and honours NO_COLOR.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// Replace IPs, pod, namespace, service and identity names consistently, to paste the output publicly.
+    #[arg(long, global = true)]
+    pub anonymize: bool,
+    /// Print nothing on stdout (use the exit status, e.g. with --fail-on).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -43,7 +64,7 @@ pub enum Command {
   kubectl logs pod/web-0 -c linkerd-proxy --timestamps | lpa parse --level info
   lpa parse --only unparsed ticket.txt      # what lpa did not recognise")]
     Parse {
-        /// Log files, directories, globs, `.gz`; `-` or nothing for stdin.
+        #[arg(help = INPUTS)]
         files: Vec<PathBuf>,
         /// Only events at or above this level (drops unparsed lines).
         #[arg(long, value_enum)]
@@ -52,16 +73,20 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "all")]
         only: Only,
     },
-    /// Likely root causes, ranked, with evidence lines and next commands.
+    /// Likely root causes, ranked, with evidence lines, benign noise and next commands.
     #[command(after_help = "Examples:
   kubectl logs deploy/web -c linkerd-proxy | lpa explain
   kubectl logs -n linkerd-multicluster deploy/linkerd-gateway -c linkerd-proxy --timestamps | lpa explain
+  kubectl logs -f deploy/web -c linkerd-proxy | lpa explain --follow
   lpa explain --format json gateway.log client.log | jq '.findings[0].id'
-  lpa explain --format markdown proxy.log > findings.md
-  lpa explain --fail-on critical proxy.log || echo 'critical finding'")]
+  lpa explain --format markdown --anonymize proxy.log > findings.md
+  lpa explain --quiet --fail-on critical proxy.log || echo 'critical finding'")]
     Explain {
-        /// Log files, directories, globs, `.gz`; `-` or nothing for stdin.
+        #[arg(help = INPUTS)]
         files: Vec<PathBuf>,
+        /// Keep reading (stdin, or one FILE across rotation): print findings as they appear, the full report at the end or on Ctrl-C.
+        #[arg(long, short)]
+        follow: bool,
         #[command(flatten)]
         report: ReportArgs,
     },
@@ -71,7 +96,7 @@ pub enum Command {
   pbpaste | lpa triage
   lpa triage --format json issue.md | jq '.missing'")]
     Triage {
-        /// The ticket text; `-` or nothing for stdin.
+        /// The ticket text; `-` or nothing reads stdin.
         file: Option<PathBuf>,
         #[command(flatten)]
         report: ReportArgs,
@@ -83,43 +108,47 @@ pub enum Command {
   lpa summarize --format json gateway.log | jq '.destinations[0]'
   kubectl logs deploy/web -c linkerd-proxy | lpa summarize --top 20")]
     Summarize {
-        /// Log files, directories, globs, `.gz`; `-` or nothing for stdin.
+        #[arg(help = INPUTS)]
         files: Vec<PathBuf>,
         /// Rows per table.
-        #[arg(long, default_value_t = 10)]
+        #[arg(long, default_value_t = 10, value_name = "N")]
         top: usize,
-        /// `source`: one summary per input as well as the combined one.
+        /// `source`: a summary per input as well as the combined one.
         #[arg(long, value_enum)]
         by: Option<By>,
         /// Output format.
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
-        /// When to colour human output (NO_COLOR is honoured in auto).
-        #[arg(long, value_enum, default_value = "auto")]
-        color: ColorChoice,
     },
     /// Inspect, show and validate the knowledge base.
     Rules {
         #[command(subcommand)]
         command: RulesCommand,
     },
+    /// Shell completions on stdout.
+    #[command(after_help = "Examples:
+  lpa completions bash > /etc/bash_completion.d/lpa
+  lpa completions zsh > \"${fpath[1]}/_lpa\"
+  lpa completions fish > ~/.config/fish/completions/lpa.fish")]
+    Completions { shell: clap_complete::Shell },
+    /// The man page (roff) on stdout.
+    #[command(after_help = "Example:
+  lpa man > /usr/local/share/man/man1/lpa.1")]
+    Man,
 }
 
-/// Options shared by the commands that report findings.
+/// Options of the commands that report findings.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
-    /// Extra rules file (TOML); rules with a built-in rule's name replace it. Repeatable.
+    /// Extra rules file (TOML); a rule with a built-in rule's name replaces it. Repeatable.
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
     /// Exit with status 1 when a finding of this severity or worse is reported.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
-    /// When to colour human output (NO_COLOR is honoured in auto).
-    #[arg(long, value_enum, default_value = "auto")]
-    pub color: ColorChoice,
     /// Print evidence lines in full instead of shortening long span stacks.
     #[arg(long, short)]
     pub verbose: bool,
@@ -152,6 +181,7 @@ pub enum RulesCommand {
     },
     /// One rule in full, as TOML (a template for your own).
     Show {
+        /// A rule name or a diagnosis id.
         name: String,
         #[arg(long = "rules", value_name = "FILE")]
         rules: Vec<PathBuf>,
@@ -188,7 +218,36 @@ pub enum Only {
     Unparsed,
 }
 
-/// `lpa parse`: each chunk renders its lines; blocks are written in order.
+/// Where command output goes: stdout, unless `--quiet`; anonymized on demand.
+struct Out {
+    quiet: bool,
+    anon: Option<Anonymizer>,
+}
+
+impl Out {
+    fn new(g: &Global) -> Out {
+        Out {
+            quiet: g.quiet,
+            anon: g.anonymize.then(Anonymizer::default),
+        }
+    }
+
+    fn write(&mut self, text: &str) -> Result<()> {
+        if self.quiet {
+            return Ok(());
+        }
+        let text = match self.anon.as_mut() {
+            Some(a) => a.apply(text),
+            None => text.to_string(),
+        };
+        let mut o = io::stdout().lock();
+        o.write_all(text.as_bytes())?;
+        o.flush()?;
+        Ok(())
+    }
+}
+
+/// `lpa parse`: each chunk renders its lines; chunks are written in order.
 struct ParseOut {
     buf: Vec<u8>,
     level: Option<Level>,
@@ -213,15 +272,16 @@ impl Accumulator for ParseOut {
 }
 
 fn cmd_parse(
-    sources: &mut [Source],
-    opts: &pipeline::Options,
+    files: &[PathBuf],
     level: Option<Level>,
     only: Only,
-) -> Result<()> {
+    opts: &pipeline::Options,
+    out: &mut Out,
+) -> Result<i32> {
+    let mut sources = input::open_all(files)?;
     let stdout = io::stdout();
-    let mut out = stdout.lock();
     pipeline::run(
-        sources,
+        &mut sources,
         opts,
         || ParseOut {
             buf: Vec::new(),
@@ -229,15 +289,19 @@ fn cmd_parse(
             only,
         },
         |_, acc| {
-            out.write_all(&acc.buf)?;
-            Ok(())
+            if out.anon.is_some() || out.quiet {
+                // JSON output is UTF-8 by construction.
+                out.write(&String::from_utf8_lossy(&acc.buf))
+            } else {
+                stdout.lock().write_all(&acc.buf).map_err(Into::into)
+            }
         },
     )?;
-    out.flush()?;
-    Ok(())
+    stdout.lock().flush()?;
+    Ok(0)
 }
 
-/// Runs the rule engine over the inputs.
+/// Runs the rule engine over the inputs (in parallel chunks).
 pub fn analyze(
     sources: &mut [Source],
     opts: &pipeline::Options,
@@ -256,32 +320,59 @@ pub fn analyze(
     Ok(total.finish(None))
 }
 
-fn print_report(
-    r: &Report,
-    args: &ReportArgs,
-    markdown: impl Fn(&Report) -> String,
-) -> Result<i32> {
-    let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(r)? + "\n",
-        Format::Markdown => markdown(r),
-        Format::Human => explain::human(r, &Style::for_stdout(args.color), args.verbose),
-    };
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    let failed = match args.fail_on {
+fn fail_status(r: &Report, fail_on: Option<FailOn>) -> i32 {
+    let failed = match fail_on {
         Some(FailOn::Critical) => r.has_at_least("critical"),
         Some(FailOn::Warning) => r.has_at_least("warning"),
         None => false,
     };
-    Ok(i32::from(failed))
+    i32::from(failed)
 }
 
-fn cmd_explain(files: &[PathBuf], args: &ReportArgs, opts: &pipeline::Options) -> Result<i32> {
+fn cmd_explain(
+    files: &[PathBuf],
+    follow_mode: bool,
+    args: &ReportArgs,
+    g: &Global,
+    opts: &pipeline::Options,
+    out: &mut Out,
+) -> Result<i32> {
     let engine = Engine::new(rules::load(&args.rules)?);
-    let mut sources = input::open_all(files)?;
-    let report = analyze(&mut sources, opts, &engine)?;
-    print_report(&report, args, explain::markdown)
+    let report = if follow_mode {
+        if files.len() > 1 {
+            anyhow::bail!("--follow takes one file (or stdin), not {}", files.len());
+        }
+        let path = files.first().filter(|p| p.as_os_str() != "-").cloned();
+        follow::run(path, &engine, g.quiet)?
+    } else {
+        let mut sources = input::open_all(files)?;
+        analyze(&mut sources, opts, &engine)?
+    };
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
+        Format::Markdown => explain::markdown(&report),
+        Format::Human => explain::human(&report, &Style::for_stdout(g.color), args.verbose),
+    };
+    out.write(&text)?;
+    Ok(fail_status(&report, args.fail_on))
+}
+
+fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs, out: &mut Out) -> Result<i32> {
+    let engine = Engine::new(rules::load(&args.rules)?);
+    let files: Vec<PathBuf> = file.cloned().into_iter().collect();
+    let mut text = Vec::new();
+    let mut name = String::from("stdin");
+    for mut src in input::open_all(&files)? {
+        name = src.name.clone();
+        src.read_to_end(&mut text)?;
+    }
+    let t = triage::triage(&name, &text, &engine);
+    let reply = match args.format {
+        Format::Json => serde_json::to_string_pretty(&t)? + "\n",
+        Format::Markdown | Format::Human => triage::markdown(&t),
+    };
+    out.write(&reply)?;
+    Ok(fail_status(&t.report, args.fail_on))
 }
 
 fn cmd_summarize(
@@ -289,8 +380,9 @@ fn cmd_summarize(
     top: usize,
     by: Option<By>,
     format: Format,
-    color: ColorChoice,
+    g: &Global,
     opts: &pipeline::Options,
+    out: &mut Out,
 ) -> Result<i32> {
     let engine = Engine::new(rules::load(&[])?);
     let mut sources = input::open_all(files)?;
@@ -311,108 +403,87 @@ fn cmd_summarize(
             Ok(())
         },
     )?;
-    let style = Style::for_stdout(color);
+    let style = Style::for_stdout(g.color);
     let text = match format {
         Format::Json => {
             let mut doc = serde_json::to_value(total.doc(top))?;
             if by == Some(By::Source) {
-                let each: serde_json::Map<String, serde_json::Value> = per_source
+                let each = per_source
                     .iter()
                     .map(|(n, s)| Ok((n.clone(), serde_json::to_value(s.doc(top))?)))
-                    .collect::<Result<_>>()?;
+                    .collect::<Result<serde_json::Map<_, _>>>()?;
                 doc["by_source"] = serde_json::Value::Object(each);
             }
             serde_json::to_string_pretty(&doc)? + "\n"
         }
         Format::Markdown => {
-            let mut t = String::new();
-            for (n, s) in &per_source {
-                t.push_str(&format!("# {n}\n\n{}\n", summary::markdown(s, top)));
-            }
-            t + &summary::markdown(&total, top)
+            let mut t: String = per_source
+                .iter()
+                .map(|(n, s)| format!("# {n}\n\n{}\n", summary::markdown(s, top)))
+                .collect();
+            t.push_str(&summary::markdown(&total, top));
+            t
         }
         Format::Human => {
-            let mut t = String::new();
-            for (n, s) in &per_source {
-                t.push_str(&format!(
-                    "{}\n{}\n",
-                    style.bold(&format!("=== {n}")),
-                    summary::human(s, top, &style)
-                ));
-            }
+            let mut t: String = per_source
+                .iter()
+                .map(|(n, s)| {
+                    format!(
+                        "{}\n{}\n",
+                        style.bold(&format!("=== {n}")),
+                        summary::human(s, top, &style)
+                    )
+                })
+                .collect();
             if !per_source.is_empty() {
                 t.push_str(&format!("{}\n", style.bold("=== all inputs")));
             }
-            t + &summary::human(&total, top, &style)
+            t.push_str(&summary::human(&total, top, &style));
+            t
         }
     };
-    let mut out = io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
+    out.write(&text)?;
     Ok(0)
 }
 
-fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs) -> Result<i32> {
-    let engine = Engine::new(rules::load(&args.rules)?);
-    let files: Vec<PathBuf> = file.cloned().into_iter().collect();
-    let mut text = Vec::new();
-    let mut name = String::from("stdin");
-    for mut src in input::open_all(&files)? {
-        name = src.name.clone();
-        src.read_to_end(&mut text)?;
-    }
-    let t = triage::triage(&name, &text, &engine);
-    let out = match args.format {
-        Format::Json => serde_json::to_string_pretty(&t)? + "\n",
-        Format::Markdown | Format::Human => triage::markdown(&t),
-    };
-    let mut o = io::stdout().lock();
-    o.write_all(out.as_bytes())?;
-    o.flush()?;
-    let failed = match args.fail_on {
-        Some(FailOn::Critical) => t.report.has_at_least("critical"),
-        Some(FailOn::Warning) => t.report.has_at_least("warning"),
-        None => false,
-    };
-    Ok(i32::from(failed))
-}
-
-fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
+fn cmd_rules(cmd: &RulesCommand, out: &mut Out) -> Result<i32> {
     match cmd {
         RulesCommand::List { rules: files } => {
             let rules = rules::load(files)?.rules;
-            let mut out = String::new();
+            let mut text = String::new();
             for id in rules::IDS {
                 let names: Vec<&str> = rules
                     .iter()
                     .filter(|r| r.id.as_deref() == Some(*id))
                     .map(|r| r.name.as_str())
                     .collect();
-                out.push_str(&format!("{id:<34} {}\n", names.join(", ")));
+                text.push_str(&format!("{id:<34} {}\n", names.join(", ")));
             }
             let tags: Vec<&str> = rules
                 .iter()
                 .filter(|r| r.id.is_none())
                 .map(|r| r.name.as_str())
                 .collect();
-            out.push_str(&format!(
+            text.push_str(&format!(
                 "{:<34} {}\n",
                 "(connection tags)",
                 tags.join(", ")
             ));
-            io::stdout().lock().write_all(out.as_bytes())?;
+            out.write(&text)?;
             Ok(0)
         }
         RulesCommand::Show { name, rules: files } => {
             let rules = rules::load(files)?.rules;
-            let Some(r) = rules
+            let found: Vec<&rules::Rule> = rules
                 .iter()
-                .find(|r| &r.name == name || r.id.as_deref() == Some(name))
-            else {
-                anyhow::bail!("no rule named '{name}'; `lpa rules list` shows them");
-            };
-            let doc = toml::to_string_pretty(&serde_json::json!({ "rule": [r] }))?;
-            io::stdout().lock().write_all(doc.as_bytes())?;
+                .filter(|r| &r.name == name || r.id.as_deref() == Some(name))
+                .collect();
+            if found.is_empty() {
+                anyhow::bail!("no rule or diagnosis id '{name}'; `lpa rules list` shows them");
+            }
+            out.write(&toml::to_string_pretty(
+                &serde_json::json!({ "rule": found }),
+            )?)?;
             Ok(0)
         }
         RulesCommand::Check { file } => {
@@ -420,12 +491,12 @@ fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
                 .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", file.display()))?;
             match rules::parse_rules(&file.display().to_string(), &text) {
                 Ok(kb) => {
-                    println!(
-                        "{}: {} rules and {} era cues, all valid",
+                    out.write(&format!(
+                        "{}: {} rules and {} era cues, all valid\n",
                         file.display(),
                         kb.rules.len(),
                         kb.eras.len()
-                    );
+                    ))?;
                     Ok(0)
                 }
                 Err(errs) => {
@@ -439,6 +510,19 @@ fn cmd_rules(cmd: &RulesCommand) -> Result<i32> {
     }
 }
 
+/// Installed as `kubectl-lpa`, lpa runs as a kubectl plugin (`kubectl lpa …`).
+fn bin_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| {
+            PathBuf::from(a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .filter(|n| n == "kubectl-lpa")
+        .unwrap_or_else(|| "lpa".to_string())
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
@@ -448,27 +532,45 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 pub fn main() -> i32 {
     let cli = Cli::parse();
-    if let Some(n) = cli.threads {
-        // Only fails when a pool exists already; the default pool is fine then.
+    let g = &cli.global;
+    if let Some(n) = g.threads {
+        // Fails only when a pool exists already; the default pool serves then.
         let _ = rayon::ThreadPoolBuilder::new()
             .num_threads(n.max(1))
             .build_global();
     }
     let opts = pipeline::Options::default();
+    let mut out = Out::new(g);
     let result = match &cli.command {
-        Command::Parse { files, level, only } => input::open_all(files)
-            .and_then(|mut s| cmd_parse(&mut s, &opts, level.map(Level::from), *only))
-            .map(|()| 0),
-        Command::Explain { files, report } => cmd_explain(files, report, &opts),
+        Command::Parse { files, level, only } => {
+            cmd_parse(files, level.map(Level::from), *only, &opts, &mut out)
+        }
+        Command::Explain {
+            files,
+            follow,
+            report,
+        } => cmd_explain(files, *follow, report, g, &opts, &mut out),
+        Command::Triage { file, report } => cmd_triage(file.as_ref(), report, &mut out),
         Command::Summarize {
             files,
             top,
             by,
             format,
-            color,
-        } => cmd_summarize(files, *top, *by, *format, *color, &opts),
-        Command::Triage { file, report } => cmd_triage(file.as_ref(), report),
-        Command::Rules { command } => cmd_rules(command),
+        } => cmd_summarize(files, *top, *by, *format, g, &opts, &mut out),
+        Command::Rules { command } => cmd_rules(command, &mut out),
+        Command::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), bin_name(), &mut buf);
+            out.write(&String::from_utf8_lossy(&buf)).map(|()| 0)
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut buf)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| out.write(&String::from_utf8_lossy(&buf)))
+                .map(|()| 0)
+        }
     };
     match result {
         Ok(code) => code,

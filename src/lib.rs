@@ -4,6 +4,7 @@
 //! findings and aggregates ([`rules`], [`report`]) → output.
 
 pub mod cli;
+pub mod follow;
 pub mod input;
 pub mod parse;
 pub mod pipeline;

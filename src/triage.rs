@@ -267,7 +267,7 @@ fn missing(r: &Report, ctx: &Context) -> Vec<Missing> {
     let failing = r.findings.iter().any(|f| !f.benign);
     if failing
         && s.proxy_events > 0
-        && r.findings.iter().all(|f| f.subjects.get("dst").is_none())
+        && r.findings.iter().all(|f| !f.subjects.contains_key("dst"))
         && !ctx.components.iter().any(|c| c == "client")
     {
         m.push(Missing {

@@ -304,6 +304,9 @@ impl<'a> Event<'a> {
 
 /// One unit of output: an event or a line no grammar matched.
 #[derive(Debug, Clone)]
+// Records live one at a time on the stack while they are handed to the
+// accumulators; boxing the event would cost a heap allocation per line.
+#[allow(clippy::large_enum_variant)]
 pub enum Record<'a> {
     Event(Event<'a>),
     Unparsed { line: u64, text: Str<'a> },

@@ -93,7 +93,10 @@ fn balanced_end(b: &[u8], start: usize) -> Option<usize> {
 }
 
 /// The end of the value of `key` that starts at `start`.
-fn value_end(b: &[u8], start: usize, key: &[u8]) -> usize {
+/// `unbalanced` is set once a value's brackets never close: later values of
+/// the same body then end at the next boundary, so a line of many open
+/// brackets costs linear, not quadratic, time.
+fn value_end(b: &[u8], start: usize, key: &[u8], unbalanced: &mut bool) -> usize {
     let at_boundary_or_end = |e: usize| e == b.len() || is_boundary(b, e);
     match b.get(start) {
         Some(b'"') => {
@@ -114,7 +117,13 @@ fn value_end(b: &[u8], start: usize, key: &[u8]) -> usize {
         }
         _ => {}
     }
-    balanced_end(b, start)
+    let balanced = if *unbalanced {
+        None
+    } else {
+        balanced_end(b, start)
+    };
+    *unbalanced |= balanced.is_none();
+    balanced
         .or_else(|| next_boundary(b, start))
         .unwrap_or(b.len())
 }
@@ -197,6 +206,7 @@ where
         }
     }
     let mark = out.len();
+    let mut unbalanced = false;
     while i < b.len() {
         let Some(k) = key_len(&b[i..]) else {
             // Text between fields (an explicit `message` field placed after
@@ -210,7 +220,7 @@ where
         };
         let key = &body[i..i + k];
         let start = i + k + 1;
-        let end = value_end(b, start, key.as_bytes());
+        let end = value_end(b, start, key.as_bytes(), &mut unbalanced);
         out.push((Cow::Borrowed(key), value_str(&body[start..end])));
         i = end + 1;
     }

@@ -1,6 +1,7 @@
 //! Rendering: JSON lines for `parse`, and the human, JSON and Markdown
 //! reports of the other commands.
 
+pub mod anonymize;
 pub mod explain;
 pub mod jsonl;
 pub mod style;

@@ -26,10 +26,6 @@ impl Style {
         Style { color }
     }
 
-    pub fn plain() -> Style {
-        Style { color: false }
-    }
-
     fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")

@@ -724,7 +724,7 @@ fn table(header: &[&str]) -> Table {
     } else {
         t.set_width(160);
     }
-    t.set_header(header.iter().map(|h| Cell::new(h)));
+    t.set_header(header.iter().map(Cell::new));
     t
 }
 

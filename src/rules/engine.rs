@@ -295,6 +295,7 @@ impl Stats {
 }
 
 /// Per-chunk (and, after merging, whole-input) matching state.
+#[derive(Clone)]
 pub struct State<'e> {
     engine: &'e Engine,
     groups: HashMap<(usize, String), Acc>,

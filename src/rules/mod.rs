@@ -548,7 +548,7 @@ mod tests {
         });
         for id in IDS {
             assert!(
-                rules.iter().any(|r| r.id.as_deref() == Some(id)),
+                rules.rules.iter().any(|r| r.id.as_deref() == Some(id)),
                 "no rule emits {id}"
             );
         }
