@@ -271,30 +271,35 @@ impl Accumulator for ParseOut {
     }
 }
 
-fn cmd_parse(
-    files: &[PathBuf],
-    level: Option<Level>,
-    only: Only,
-    opts: &pipeline::Options,
-    out: &mut Out,
-) -> Result<i32> {
+fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out) -> Result<i32> {
     let mut sources = input::open_all(files)?;
     let stdout = io::stdout();
+    // JSON is about three times the input: smaller blocks keep memory flat,
+    // and the output buffers are recycled rather than freed and allocated
+    // again (malloc would keep growing its heap for them).
+    let opts = pipeline::Options::per_thread(1 << 20);
+    let pool: std::cell::RefCell<Vec<Vec<u8>>> = Default::default();
     pipeline::run(
         &mut sources,
-        opts,
+        &opts,
         || ParseOut {
-            buf: Vec::new(),
+            buf: pool
+                .borrow_mut()
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(opts.chunk_size() * 3)),
             level,
             only,
         },
-        |_, acc| {
+        |_, mut acc| {
             if out.anon.is_some() || out.quiet {
                 // JSON output is UTF-8 by construction.
-                out.write(&String::from_utf8_lossy(&acc.buf))
+                out.write(&String::from_utf8_lossy(&acc.buf))?;
             } else {
-                stdout.lock().write_all(&acc.buf).map_err(Into::into)
+                stdout.lock().write_all(&acc.buf)?;
             }
+            acc.buf.clear();
+            pool.borrow_mut().push(acc.buf);
+            Ok(())
         },
     )?;
     stdout.lock().flush()?;
@@ -543,7 +548,7 @@ pub fn main() -> i32 {
     let mut out = Out::new(g);
     let result = match &cli.command {
         Command::Parse { files, level, only } => {
-            cmd_parse(files, level.map(Level::from), *only, &opts, &mut out)
+            cmd_parse(files, level.map(Level::from), *only, &mut out)
         }
         Command::Explain {
             files,

@@ -204,18 +204,17 @@ pub fn for_each_block(
         while buf.len() < block_size || (memrchr(b'\n', &buf).is_none() && !buf.is_empty()) {
             let old = buf.len();
             let want = block_size.max(old + (1 << 16));
-            buf.resize(want, 0);
+            // read_to_end on a bounded reader appends without zero-filling.
             let n = loop {
-                match src.reader.read(&mut buf[old..]) {
+                match (&mut src.reader)
+                    .take((want - old) as u64)
+                    .read_to_end(&mut buf)
+                {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        buf.truncate(old);
-                        return Err(anyhow::anyhow!("cannot read '{}': {e}", src.name));
-                    }
+                    Err(e) => return Err(anyhow::anyhow!("cannot read '{}': {e}", src.name)),
                 }
             };
-            buf.truncate(old + n);
             if n == 0 {
                 eof = true;
                 break;

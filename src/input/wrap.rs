@@ -11,8 +11,12 @@ use typed_arena::Arena;
 /// line is invalid UTF-8, carries ANSI escapes or is a CSV-quoted export.
 pub fn normalize<'a>(raw: &'a [u8], arena: &'a Arena<String>) -> &'a str {
     let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-    let mut s: Cow<'a, str> = String::from_utf8_lossy(raw);
-    if s.contains('\x1b') {
+    // Validation is SIMD-fast; the lossy path only runs on broken input.
+    let mut s: Cow<'a, str> = match std::str::from_utf8(raw) {
+        Ok(v) => Cow::Borrowed(v),
+        Err(_) => String::from_utf8_lossy(raw),
+    };
+    if memchr::memchr(0x1b, s.as_bytes()).is_some() {
         s = Cow::Owned(strip_csi(&s));
     }
     if let Some(inner) = csv_payload(&s) {

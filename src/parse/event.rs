@@ -245,6 +245,9 @@ pub struct Event<'a> {
     pub fields: Fields<'a>,
     /// The line as the producer wrote it (wrappers stripped): evidence text.
     pub text: Str<'a>,
+    /// The message and fields of a tracing line (after the target), the part
+    /// rules read; empty for producers whose whole text is the body.
+    pub body: &'a str,
     /// The head of the line was lost in the copy (`ThreadId(01) …` with no
     /// uptime or level); the rest was recovered leniently.
     pub truncated_head: bool,
@@ -268,6 +271,7 @@ impl<'a> Event<'a> {
             message: None,
             fields: SmallVec::new(),
             text,
+            body: "",
             truncated_head: false,
             continuation: None,
         }

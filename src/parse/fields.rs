@@ -65,11 +65,20 @@ fn quoted_end(b: &[u8], start: usize) -> Option<usize> {
 
 /// End of a value that may hold balanced `()[]{}` and quoted strings: the
 /// first boundary at depth 0. `None` when the brackets never balance.
+/// Bytes that matter while a value is scanned for its end.
+static VALUE: [bool; 256] = super::plain::byte_table(b"([{)]}\" ");
+
 fn balanced_end(b: &[u8], start: usize) -> Option<usize> {
     let mut depth: i32 = 0;
     let mut i = start;
-    while i < b.len() {
-        match b[i] {
+    loop {
+        while i < b.len() && !VALUE[b[i] as usize] {
+            i += 1;
+        }
+        let Some(&c) = b.get(i) else {
+            return (depth == 0).then_some(b.len());
+        };
+        match c {
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => {
                 depth -= 1;
@@ -77,19 +86,15 @@ fn balanced_end(b: &[u8], start: usize) -> Option<usize> {
                     return None;
                 }
             }
-            b'"' if depth > 0 => match quoted_end(b, i) {
-                Some(e) => {
-                    i = e;
-                    continue;
-                }
-                None => return None,
-            },
+            b'"' if depth > 0 => {
+                i = quoted_end(b, i)?;
+                continue;
+            }
             b' ' if depth == 0 && is_boundary(b, i) => return Some(i),
             _ => {}
         }
         i += 1;
     }
-    (depth == 0).then_some(b.len())
 }
 
 /// The end of the value of `key` that starts at `start`.

@@ -181,43 +181,76 @@ fn has_known_root(s: &str) -> bool {
     s.contains("::") || KNOWN_ROOTS.iter().any(|r| s.starts_with(r))
 }
 
-/// Index of the first `": "` outside brackets and quotes, or the final `:`
-/// when the line ends there (an event with an empty body).
-fn head_end(b: &[u8]) -> Option<usize> {
-    let mut depth = 0i32;
-    let mut in_quote = false;
+pub(crate) const fn byte_table(bytes: &[u8]) -> [bool; 256] {
+    let mut t = [false; 256];
     let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if in_quote {
-            match c {
-                b'\\' => i += 1,
-                b'"' => in_quote = false,
-                _ => {}
+    while i < bytes.len() {
+        t[bytes[i] as usize] = true;
+        i += 1;
+    }
+    t
+}
+
+/// Bytes that matter outside brackets while looking for the head's end.
+static TOP: [bool; 256] = byte_table(b":{( })");
+/// Bytes that matter inside brackets.
+static NESTED: [bool; 256] = byte_table(b"{}()\"");
+
+/// Index just past the bracket group opening at `open`, skipping quoted
+/// strings; `None` when it never closes.
+fn skip_group(b: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0u32;
+    let mut i = open;
+    loop {
+        while i < b.len() && !NESTED[b[i] as usize] {
+            i += 1;
+        }
+        match *b.get(i)? {
+            b'{' | b'(' => depth += 1,
+            b'}' | b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
             }
-        } else {
-            match c {
-                b'"' if depth > 0 => in_quote = true,
-                b'{' | b'(' => depth += 1,
-                b'}' | b')' => depth -= 1,
-                b':' if depth == 0 => {
-                    if b.get(i + 1) == Some(&b' ') || i + 1 == b.len() {
-                        return Some(i);
+            _ => {
+                // A quoted string: its braces and colons are text.
+                i += 1;
+                loop {
+                    i += memchr::memchr2(b'"', b'\\', &b[i..])?;
+                    if b[i] == b'"' {
+                        break;
                     }
-                    if b.get(i + 1) == Some(&b':') {
-                        i += 1;
-                    }
+                    i += 2;
                 }
-                b' ' if depth == 0 && i > 0 => {
-                    // Span contexts and targets hold no top-level space.
-                    return None;
-                }
-                _ => {}
             }
         }
         i += 1;
     }
-    None
+}
+
+/// Index of the first `": "` outside brackets and quotes, or the final `:`
+/// when the line ends there (an event with an empty body). `None` when a
+/// space or an unbalanced bracket comes first: span contexts and targets
+/// hold neither.
+fn head_end(b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    loop {
+        while i < b.len() && !TOP[b[i] as usize] {
+            i += 1;
+        }
+        match *b.get(i)? {
+            b':' => {
+                if i + 1 == b.len() || b[i + 1] == b' ' {
+                    return Some(i);
+                }
+                i += if b[i + 1] == b':' { 2 } else { 1 };
+            }
+            b'{' | b'(' => i = skip_group(b, i)?,
+            b' ' if i == 0 => i += 1,
+            _ => return None,
+        }
+    }
 }
 
 /// Does the head hold a span context (braces or a single `:`)?
@@ -271,34 +304,38 @@ fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 6]>) {
     }
 }
 
+/// Bytes that matter while looking for a span's closing brace.
+static BRACES: [bool; 256] = byte_table(b"{}\"");
+
+/// Index of the `}` closing the brace at `open`; quoted strings are text.
 fn matching_brace(b: &[u8], open: usize) -> Option<usize> {
-    let mut depth = 0i32;
+    let mut depth = 0u32;
     let mut i = open;
-    let mut in_quote = false;
-    while i < b.len() {
-        let c = b[i];
-        if in_quote {
-            match c {
-                b'\\' => i += 1,
-                b'"' => in_quote = false,
-                _ => {}
-            }
-        } else {
-            match c {
-                b'"' => in_quote = true,
-                b'{' => depth += 1,
-                b'}' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Some(i);
-                    }
+    loop {
+        while i < b.len() && !BRACES[b[i] as usize] {
+            i += 1;
+        }
+        match *b.get(i)? {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
                 }
-                _ => {}
+            }
+            _ => {
+                i += 1;
+                loop {
+                    i += memchr::memchr2(b'"', b'\\', &b[i..])?;
+                    if b[i] == b'"' {
+                        break;
+                    }
+                    i += 2;
+                }
             }
         }
         i += 1;
     }
-    None
 }
 
 /// Spans, target and body after the level (and thread). With `anchored`
@@ -336,6 +373,7 @@ pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Op
     if !target.is_empty() {
         ev.target = Some(Cow::Borrowed(target));
     }
+    ev.body = body;
     ev.message = push_fields(body, &mut ev.fields).map(Cow::Borrowed);
     Some(())
 }

@@ -150,6 +150,7 @@ pub struct SummaryAcc<'e> {
     pub summary: Summary,
     engine: &'e Engine,
     last_wall: Option<(String, i64)>,
+    era_budget: u32,
 }
 
 impl<'e> SummaryAcc<'e> {
@@ -158,6 +159,7 @@ impl<'e> SummaryAcc<'e> {
             summary: Summary::default(),
             engine,
             last_wall: None,
+            era_budget: crate::rules::engine::ERA_SAMPLE,
         }
     }
 
@@ -199,8 +201,14 @@ impl<'e> SummaryAcc<'e> {
         if !cue.is_empty() {
             s.era.add(cue);
         }
-        if ev.producer.is_proxy() {
-            for c in self.engine.era_cues(&ev.text) {
+        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
+        if ev.producer.is_proxy() && (self.era_budget > 0 || loud) {
+            self.era_budget = self.era_budget.saturating_sub(1);
+            for c in self.engine.era_cues(if ev.body.is_empty() {
+                &ev.text
+            } else {
+                ev.body
+            }) {
                 s.era.add(c);
             }
         }

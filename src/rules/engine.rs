@@ -9,7 +9,7 @@ use crate::parse::typed::EraCue;
 use crate::parse::typed::{host_of, EraVote};
 use crate::parse::{Era, Event, Level, Producer, Record};
 use crate::pipeline::Accumulator;
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +24,8 @@ const MAX_CLIENTS: usize = 4096;
 const MAX_GROUPS: usize = 256;
 /// Connections remembered for tags.
 const MAX_CONNS: usize = 16384;
+/// Proxy lines per chunk scanned for era cues, beside every warning and error.
+pub const ERA_SAMPLE: u32 = 2000;
 
 /// Rules compiled for matching; shared by every thread.
 pub struct Engine {
@@ -75,6 +77,7 @@ impl Engine {
         }
         let prefilter = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
             .match_kind(MatchKind::Standard)
             .build(&patterns)
             .expect("rule literals compile");
@@ -126,6 +129,7 @@ impl Engine {
             conns: HashMap::new(),
             stats: Stats::default(),
             candidates: Vec::new(),
+            era_budget: ERA_SAMPLE,
         }
     }
 
@@ -306,6 +310,8 @@ pub struct State<'e> {
     conns: HashMap<String, ConnCtx>,
     pub stats: Stats,
     candidates: Vec<usize>,
+    /// Proxy lines still to scan for era cues (see `observe`).
+    era_budget: u32,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -370,14 +376,22 @@ impl<'e> State<'e> {
         if !cue.is_empty() {
             self.stats.era.add(cue);
         }
-        if ev.producer.is_proxy() {
-            for c in self.engine.era_cues(&ev.text) {
+        // One release writes a whole log: a sample of lines (and every
+        // warning or error) settles its era without scanning each line.
+        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
+        if ev.producer.is_proxy() && (self.era_budget > 0 || loud) {
+            self.era_budget = self.era_budget.saturating_sub(1);
+            for c in self.engine.era_cues(if ev.body.is_empty() {
+                &ev.text
+            } else {
+                ev.body
+            }) {
                 self.stats.era.add(c);
             }
         }
         self.remember_conn(ev);
         let owned;
-        let hay: &str = if matches!(
+        let full: &str = if matches!(
             ev.producer,
             Producer::ProxyJson | Producer::LogrusJson | Producer::AccessJson
         ) || ev.continuation.is_some()
@@ -387,7 +401,14 @@ impl<'e> State<'e> {
         } else {
             &ev.text
         };
-        self.match_text(source, hay, Some(ev), ev.line);
+        // Rule literals are about messages and fields: the span stack, often
+        // most of a debug line, need not be scanned for them.
+        let body = if ev.body.is_empty() || ev.continuation.is_some() {
+            full
+        } else {
+            ev.body
+        };
+        self.match_text(source, body, full, Some(ev), ev.line);
     }
 
     fn remember_conn(&mut self, ev: &Event<'_>) {
@@ -423,17 +444,34 @@ impl<'e> State<'e> {
         }
     }
 
-    fn match_text(&mut self, source: &str, hay: &str, ev: Option<&Event<'_>>, line: u64) {
+    /// Matches the rules whose literals occur in `body` against the event
+    /// (other text conditions read the `full` line).
+    fn match_text(
+        &mut self,
+        source: &str,
+        body: &str,
+        hay: &str,
+        ev: Option<&Event<'_>>,
+        line: u64,
+    ) {
         let engine = self.engine;
+        // Most lines match no literal: a plain search settles that fast.
+        if engine.always.is_empty() && !engine.prefilter.is_match(body) {
+            return;
+        }
         let mut cands = std::mem::take(&mut self.candidates);
         cands.clear();
         cands.extend(
             engine
                 .prefilter
-                .find_overlapping_iter(hay)
+                .find_overlapping_iter(body)
                 .map(|m| engine.pattern_rule[m.pattern().as_usize()]),
         );
         cands.extend_from_slice(&engine.always);
+        if cands.is_empty() {
+            self.candidates = cands;
+            return;
+        }
         cands.sort_unstable();
         cands.dedup();
         for &ri in &cands {
@@ -629,7 +667,7 @@ impl Accumulator for State<'_> {
                 self.stats.unparsed += 1;
                 self.stats.lines += 1;
                 if !text.is_empty() {
-                    self.match_text(source, text, None, *line);
+                    self.match_text(source, text, text, None, *line);
                 }
             }
         }
