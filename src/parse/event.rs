@@ -239,7 +239,7 @@ pub struct Event<'a> {
     pub timestamp: Option<Str<'a>>,
     pub level: Option<Level>,
     pub thread: Option<Str<'a>>,
-    pub spans: SmallVec<[Span<'a>; 6]>,
+    pub spans: SmallVec<[Span<'a>; 12]>,
     pub target: Option<Str<'a>>,
     pub message: Option<Str<'a>>,
     pub fields: Fields<'a>,

@@ -196,13 +196,13 @@ static TOP: [bool; 256] = byte_table(b":{( })");
 /// Bytes that matter inside brackets.
 static NESTED: [bool; 256] = byte_table(b"{}()\"");
 
-/// Index just past the bracket group opening at `open`, skipping quoted
-/// strings; `None` when it never closes.
-fn skip_group(b: &[u8], open: usize) -> Option<usize> {
+/// Index of the byte closing the group opened at `open`: brackets are the
+/// table's, quoted strings are text.
+fn close_of(b: &[u8], open: usize, table: &[bool; 256]) -> Option<usize> {
     let mut depth = 0u32;
     let mut i = open;
     loop {
-        while i < b.len() && !NESTED[b[i] as usize] {
+        while i < b.len() && !table[b[i] as usize] {
             i += 1;
         }
         match *b.get(i)? {
@@ -210,11 +210,11 @@ fn skip_group(b: &[u8], open: usize) -> Option<usize> {
             b'}' | b')' => {
                 depth -= 1;
                 if depth == 0 {
-                    return Some(i + 1);
+                    return Some(i);
                 }
             }
             _ => {
-                // A quoted string: its braces and colons are text.
+                // The closing quote of a string, past escaped characters.
                 i += 1;
                 loop {
                     i += memchr::memchr2(b'"', b'\\', &b[i..])?;
@@ -246,7 +246,7 @@ fn head_end(b: &[u8]) -> Option<usize> {
                 }
                 i += if b[i + 1] == b':' { 2 } else { 1 };
             }
-            b'{' | b'(' => i = skip_group(b, i)?,
+            b'{' | b'(' => i = close_of(b, i, &NESTED)? + 1,
             b' ' if i == 0 => i += 1,
             _ => return None,
         }
@@ -270,7 +270,7 @@ fn is_span_context(h: &str) -> bool {
 }
 
 /// `inbound:accept{client.addr=…}:direct:http{v=h2}` → spans.
-fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 6]>) {
+fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 12]>) {
     let b = h.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -287,7 +287,7 @@ fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 6]>) {
             fields: SmallVec::new(),
         };
         if b.get(i) == Some(&b'{') {
-            let close = matching_brace(b, i).unwrap_or(b.len());
+            let close = close_of(b, i, &BRACES).unwrap_or(b.len());
             let inner = &h[i + 1..close.min(b.len())];
             split_body(inner, &mut span.fields, false);
             i = close + 1;
@@ -306,37 +306,6 @@ fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 6]>) {
 
 /// Bytes that matter while looking for a span's closing brace.
 static BRACES: [bool; 256] = byte_table(b"{}\"");
-
-/// Index of the `}` closing the brace at `open`; quoted strings are text.
-fn matching_brace(b: &[u8], open: usize) -> Option<usize> {
-    let mut depth = 0u32;
-    let mut i = open;
-    loop {
-        while i < b.len() && !BRACES[b[i] as usize] {
-            i += 1;
-        }
-        match *b.get(i)? {
-            b'{' => depth += 1,
-            b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {
-                i += 1;
-                loop {
-                    i += memchr::memchr2(b'"', b'\\', &b[i..])?;
-                    if b[i] == b'"' {
-                        break;
-                    }
-                    i += 2;
-                }
-            }
-        }
-        i += 1;
-    }
-}
 
 /// Spans, target and body after the level (and thread). With `anchored`
 /// the line is only accepted when the target is a known crate path.
@@ -394,7 +363,7 @@ pub fn proxy_legacy(s: &str) -> Option<Event<'_>> {
     let mut rest = rest.trim_start();
     while let Some(open) = rest.find("={").filter(|&p| is_target(&rest[..p])) {
         // The context's fields may hold spaces: it ends at its closing brace.
-        let close = matching_brace(rest.as_bytes(), open + 1)?;
+        let close = close_of(rest.as_bytes(), open + 1, &BRACES)?;
         let mut span = Span {
             name: Cow::Borrowed(&rest[..open]),
             fields: SmallVec::new(),

@@ -6,7 +6,7 @@ use super::style::Style;
 use crate::parse::typed::{host_of, EraVote};
 use crate::parse::{Event, Level, Record};
 use crate::pipeline::Accumulator;
-use crate::rules::engine::Engine;
+use crate::rules::engine::{Engine, EraSampler};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
 use regex::Regex;
 use serde::Serialize;
@@ -150,7 +150,7 @@ pub struct SummaryAcc<'e> {
     pub summary: Summary,
     engine: &'e Engine,
     last_wall: Option<(String, i64)>,
-    era_budget: u32,
+    era_sampler: EraSampler,
 }
 
 impl<'e> SummaryAcc<'e> {
@@ -159,7 +159,7 @@ impl<'e> SummaryAcc<'e> {
             summary: Summary::default(),
             engine,
             last_wall: None,
-            era_budget: crate::rules::engine::ERA_SAMPLE,
+            era_sampler: EraSampler::default(),
         }
     }
 
@@ -197,21 +197,7 @@ impl<'e> SummaryAcc<'e> {
                 _ => {}
             }
         }
-        let cue = ev.era_cue();
-        if !cue.is_empty() {
-            s.era.add(cue);
-        }
-        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
-        if ev.producer.is_proxy() && (self.era_budget > 0 || loud) {
-            self.era_budget = self.era_budget.saturating_sub(1);
-            for c in self.engine.era_cues(if ev.body.is_empty() {
-                &ev.text
-            } else {
-                ev.body
-            }) {
-                s.era.add(c);
-            }
-        }
+        self.era_sampler.observe(self.engine, ev, &mut s.era);
         if let Some(p) = ev.wrapper.pod {
             bump(&mut s.pods, &p.to_string(), 1, OTHER.into());
         }

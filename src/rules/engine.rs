@@ -25,7 +25,7 @@ const MAX_GROUPS: usize = 256;
 /// Connections remembered for tags.
 const MAX_CONNS: usize = 16384;
 /// Proxy lines per chunk scanned for era cues, beside every warning and error.
-pub const ERA_SAMPLE: u32 = 2000;
+const ERA_SAMPLE: u32 = 2000;
 
 /// Rules compiled for matching; shared by every thread.
 pub struct Engine {
@@ -129,7 +129,7 @@ impl Engine {
             conns: HashMap::new(),
             stats: Stats::default(),
             candidates: Vec::new(),
-            era_budget: ERA_SAMPLE,
+            era_sampler: EraSampler::default(),
         }
     }
 
@@ -310,8 +310,43 @@ pub struct State<'e> {
     conns: HashMap<String, ConnCtx>,
     pub stats: Stats,
     candidates: Vec<usize>,
-    /// Proxy lines still to scan for era cues (see `observe`).
-    era_budget: u32,
+    era_sampler: EraSampler,
+}
+
+/// Collects a log's era cues: the format cues of every line, and the
+/// release-specific wording of a sample of lines. One release writes a whole
+/// log, so a sample (and every warning or error) settles its era without
+/// scanning each line.
+#[derive(Debug, Clone)]
+pub struct EraSampler {
+    budget: u32,
+}
+
+impl Default for EraSampler {
+    fn default() -> Self {
+        EraSampler { budget: ERA_SAMPLE }
+    }
+}
+
+impl EraSampler {
+    pub fn observe(&mut self, engine: &Engine, ev: &Event<'_>, vote: &mut EraVote) {
+        let cue = ev.era_cue();
+        if !cue.is_empty() {
+            vote.add(cue);
+        }
+        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
+        if ev.producer.is_proxy() && (self.budget > 0 || loud) {
+            self.budget = self.budget.saturating_sub(1);
+            let text = if ev.body.is_empty() {
+                &ev.text
+            } else {
+                ev.body
+            };
+            for c in engine.era_cues(text) {
+                vote.add(c);
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone)]
@@ -372,23 +407,8 @@ impl<'e> State<'e> {
         if ev.producer.is_proxy() {
             self.stats.proxy_events += 1;
         }
-        let cue = ev.era_cue();
-        if !cue.is_empty() {
-            self.stats.era.add(cue);
-        }
-        // One release writes a whole log: a sample of lines (and every
-        // warning or error) settles its era without scanning each line.
-        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
-        if ev.producer.is_proxy() && (self.era_budget > 0 || loud) {
-            self.era_budget = self.era_budget.saturating_sub(1);
-            for c in self.engine.era_cues(if ev.body.is_empty() {
-                &ev.text
-            } else {
-                ev.body
-            }) {
-                self.stats.era.add(c);
-            }
-        }
+        self.era_sampler
+            .observe(self.engine, ev, &mut self.stats.era);
         self.remember_conn(ev);
         let owned;
         let full: &str = if matches!(
