@@ -277,7 +277,8 @@ fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out)
     // JSON is about three times the input: smaller blocks keep memory flat,
     // and the output buffers are recycled rather than freed and allocated
     // again (malloc would keep growing its heap for them).
-    let opts = pipeline::Options::per_thread(1 << 20);
+    let mut opts = pipeline::Options::per_thread(1 << 20);
+    opts.progress = !out.quiet;
     let pool: std::cell::RefCell<Vec<Vec<u8>>> = Default::default();
     pipeline::run(
         &mut sources,
@@ -544,7 +545,8 @@ pub fn main() -> i32 {
             .num_threads(n.max(1))
             .build_global();
     }
-    let opts = pipeline::Options::default();
+    let mut opts = pipeline::Options::default();
+    opts.progress = !g.quiet;
     let mut out = Out::new(g);
     let result = match &cli.command {
         Command::Parse { files, level, only } => {

@@ -8,6 +8,7 @@ pub mod follow;
 pub mod input;
 pub mod parse;
 pub mod pipeline;
+pub mod progress;
 pub mod report;
 pub mod rules;
 pub mod triage;

@@ -5,6 +5,7 @@
 
 use crate::input::{self, wrap::normalize, Source};
 use crate::parse::{Record, Tokenizer};
+use crate::progress::Progress;
 use anyhow::Result;
 use rayon::prelude::*;
 use typed_arena::Arena;
@@ -18,6 +19,8 @@ pub struct Options {
     /// Bytes read per block; each block is split across the threads.
     pub block_size: usize,
     pub threads: usize,
+    /// Draw a progress line on stderr for long runs (on a terminal).
+    pub progress: bool,
 }
 
 impl Default for Options {
@@ -35,6 +38,7 @@ impl Options {
         Options {
             block_size: bytes * threads,
             threads,
+            progress: true,
         }
     }
 
@@ -65,9 +69,12 @@ where
     M: Fn() -> A,
     C: FnMut(&str, A) -> Result<()>,
 {
+    let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
+    let mut progress = Progress::new(total, opts.progress);
     for src in sources.iter_mut() {
         let name = src.name.clone();
         input::for_each_block(src, opts.block_size, |block, first| {
+            progress.advance(block.len() as u64);
             let chunks = input::split_chunks(block, first, opts.threads);
             // Accumulators are made (and, after `consume`, dropped) on this
             // thread: their buffers then come from and return to one malloc

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 pub struct Source {
     /// The name evidence lines cite (`-` reads as `stdin`).
     pub name: String,
+    /// Bytes to read, when known (plain files), for progress.
+    pub size: Option<u64>,
     reader: Box<dyn Read + Send>,
 }
 
@@ -25,6 +27,7 @@ impl Source {
     pub fn from_reader(name: &str, reader: impl Read + Send + 'static) -> Source {
         Source {
             name: name.to_string(),
+            size: None,
             reader: Box::new(reader),
         }
     }
@@ -39,6 +42,7 @@ impl Source {
 
     fn open_file(path: &Path) -> Result<Source> {
         let f = File::open(path).map_err(|e| describe(path, e))?;
+        let len = f.metadata().ok().map(|m| m.len());
         let mut r = BufReader::with_capacity(1 << 16, f);
         let gz = r
             .fill_buf()
@@ -51,6 +55,7 @@ impl Source {
         };
         Ok(Source {
             name: path.display().to_string(),
+            size: if gz { None } else { len },
             reader,
         })
     }
