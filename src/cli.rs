@@ -545,8 +545,10 @@ pub fn main() -> i32 {
             .num_threads(n.max(1))
             .build_global();
     }
-    let mut opts = pipeline::Options::default();
-    opts.progress = !g.quiet;
+    let opts = pipeline::Options {
+        progress: !g.quiet,
+        ..Default::default()
+    };
     let mut out = Out::new(g);
     let result = match &cli.command {
         Command::Parse { files, level, only } => {
