@@ -36,7 +36,9 @@ pub const DEBUG_ANNOTATION: &str = "config.linkerd.io/proxy-log-level: linkerd=d
 impl Report {
     pub fn new(findings: Vec<Finding>, stats: Stats) -> Report {
         let mut notes = Vec::new();
-        if stats.events == 0 {
+        if stats.lines == 0 {
+            notes.push("The input is empty.".to_string());
+        } else if stats.events == 0 {
             notes.push(
                 "No log lines were recognised. lpa reads Linkerd logs, such as `kubectl logs POD -c linkerd-proxy` \
                  (plain or JSON, with or without --timestamps/--prefix), control-plane and linkerd-init logs."
