@@ -121,6 +121,11 @@ pub enum Command {
         format: Format,
     },
     /// Inspect, show and validate the knowledge base.
+    #[command(after_help = "Examples:
+  lpa rules list
+  lpa rules show connect-timeout > my-rules.toml   # a template to edit
+  lpa rules check my-rules.toml
+  lpa explain --rules my-rules.toml proxy.log")]
     Rules {
         #[command(subcommand)]
         command: RulesCommand,
@@ -132,8 +137,9 @@ pub enum Command {
   lpa completions fish > ~/.config/fish/completions/lpa.fish")]
     Completions { shell: clap_complete::Shell },
     /// The man page (roff) on stdout.
-    #[command(after_help = "Example:
-  lpa man > /usr/local/share/man/man1/lpa.1")]
+    #[command(after_help = "Examples:
+  lpa man > ~/.local/share/man/man1/lpa.1
+  lpa man | man -l -")]
     Man,
 }
 
@@ -349,7 +355,12 @@ fn cmd_explain(
             anyhow::bail!("--follow takes one file (or stdin), not {}", files.len());
         }
         let path = files.first().filter(|p| p.as_os_str() != "-").cloned();
-        follow::run(path, &engine, g.quiet)?
+        let updates = match (g.quiet, args.format) {
+            (true, _) => follow::Updates::Nowhere,
+            (false, Format::Human) => follow::Updates::Stdout,
+            (false, _) => follow::Updates::Stderr,
+        };
+        follow::run(path, &engine, updates)?
     } else {
         let mut sources = input::open_all(files)?;
         analyze(&mut sources, opts, &engine)?
@@ -487,9 +498,11 @@ fn cmd_rules(cmd: &RulesCommand, out: &mut Out) -> Result<i32> {
             if found.is_empty() {
                 anyhow::bail!("no rule or diagnosis id '{name}'; `lpa rules list` shows them");
             }
-            out.write(&toml::to_string_pretty(
-                &serde_json::json!({ "rule": found }),
-            )?)?;
+            #[derive(serde::Serialize)]
+            struct Doc<'a> {
+                rule: Vec<&'a rules::Rule>,
+            }
+            out.write(&toml::to_string_pretty(&Doc { rule: found })?)?;
             Ok(0)
         }
         RulesCommand::Check { file } => {

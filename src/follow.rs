@@ -13,7 +13,7 @@ use crate::rules::engine::{Engine, State};
 use anyhow::Result;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -95,8 +95,13 @@ fn follow_file(path: &Path, send: impl Fn(Vec<u8>) -> bool) {
     }
 }
 
-/// One line per new finding or changed count, for the terminal.
-fn print_changes(report: &Report, seen: &mut HashMap<String, u64>) {
+/// One line per new finding or changed count. They go to stdout for the
+/// human report, to stderr when stdout carries a JSON or Markdown document.
+fn print_changes(
+    report: &Report,
+    seen: &mut HashMap<String, u64>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     for f in &report.findings {
         let key = format!("{}\u{0}{}", f.id, f.title);
         let sev = if f.benign {
@@ -106,35 +111,50 @@ fn print_changes(report: &Report, seen: &mut HashMap<String, u64>) {
         };
         match seen.get(&key) {
             None => {
-                println!("+ {sev} {}  {} ({} lines)", f.id, f.title, f.count);
+                writeln!(out, "+ {sev} {}  {} ({} lines)", f.id, f.title, f.count)?;
                 if let Some(e) = f.evidence.first() {
-                    println!(
+                    writeln!(
+                        out,
                         "    {}:{} {}",
                         e.source,
                         e.line,
                         crate::report::explain::elide(&e.text, 160)
-                    );
+                    )?;
                 }
                 if let Some(c) = f.next_commands.first() {
-                    println!("    $ {}", c.command);
+                    writeln!(out, "    $ {}", c.command)?;
                 }
             }
-            Some(n) if *n != f.count => println!("~ {} {}: {} lines", f.id, f.title, f.count),
+            Some(n) if *n != f.count => writeln!(out, "~ {} {}: {} lines", f.id, f.title, f.count)?,
             Some(_) => {}
         }
         seen.insert(key, f.count);
     }
+    out.flush()
+}
+
+/// Where follow mode's running lines go.
+pub enum Updates {
+    Stdout,
+    Stderr,
+    Nowhere,
 }
 
 /// Follows `path` (or stdin) until the input ends or Ctrl-C; returns the
 /// final report.
-pub fn run(path: Option<PathBuf>, engine: &Engine, quiet: bool) -> Result<Report> {
+pub fn run(path: Option<PathBuf>, engine: &Engine, updates: Updates) -> Result<Report> {
     let (tx, rx) = mpsc::channel::<Vec<u8>>();
     let name = path
         .as_ref()
         .map_or("stdin".to_string(), |p| p.display().to_string());
     if let Some(p) = &path {
         File::open(p).map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", p.display()))?;
+        if p.is_dir() {
+            anyhow::bail!(
+                "cannot follow '{}': it is a directory; name one log file",
+                p.display()
+            );
+        }
     }
     std::thread::spawn(move || reader(path, tx));
     let stop = Arc::new(AtomicBool::new(false));
@@ -163,8 +183,11 @@ pub fn run(path: Option<PathBuf>, engine: &Engine, quiet: bool) -> Result<Report
             state = process_chunk(&name, &batch, next_line, state);
             next_line += n;
             batch.clear();
-            if !quiet {
-                print_changes(&state.clone().finish(None), &mut seen);
+            let snapshot = || state.clone().finish(None);
+            match updates {
+                Updates::Stdout => print_changes(&snapshot(), &mut seen, &mut io::stdout().lock())?,
+                Updates::Stderr => print_changes(&snapshot(), &mut seen, &mut io::stderr().lock())?,
+                Updates::Nowhere => {}
             }
             last = Instant::now();
         }

@@ -100,7 +100,7 @@ pub struct NextCommand {
     pub cmd: String,
     pub why: String,
     /// Only for logs of these eras: `<2.10`, `>=2.10`, `>=2.12`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub era: Option<String>,
 }
 
@@ -132,7 +132,7 @@ pub struct Rule {
     pub name: String,
     /// Diagnosis id from spec/diagnoses.md; a rule without id only tags
     /// connections for other rules (`tag`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     #[serde(default)]
     pub severity: Severity,
@@ -150,96 +150,96 @@ pub struct Rule {
     #[serde(default)]
     pub explain: String,
     /// A finer label than the id (`TCP health probes`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doc: Option<String>,
 
     // --- matching one event
     /// Any of these (case-insensitive) in the line's text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub text: Vec<String>,
     /// And all of these.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub all_text: Vec<String>,
     /// And none of these.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_text: Vec<String>,
     /// And this regex; its named groups (`dst`, `peer`, `client`, `port`,
     /// `identity`, `server`, `target`) fill subjects.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
     /// A regex whose named groups fill subjects when it matches; unlike
     /// `regex` it does not decide whether the rule matches.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_level: Option<Level>,
     /// The target starts with one of these.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub targets: Vec<String>,
     /// One of these spans is on the stack.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spans: Vec<String>,
     /// None of these spans is on the stack.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_spans: Vec<String>,
     /// Producer families: `proxy`, `control-plane`, `init`, `access`, `panic`.
     /// Empty: any producer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub producers: Vec<String>,
     /// Field equals value (`sz = "0"`); a missing field does not match.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fields: BTreeMap<String, String>,
     /// Field present and not equal to value.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fields_not: BTreeMap<String, String>,
     /// The inbound port is one of these.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
     /// Match lines no grammar recognised (application output) instead of
     /// events.
     #[serde(default)]
     pub unparsed: bool,
     /// Only within this many seconds of proxy start.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_uptime: Option<f64>,
     /// Only after this many seconds of proxy start.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_uptime: Option<f64>,
 
     // --- correlation
     /// Marks the event's connection (client address) with this tag.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<String>,
     /// What tags attach to: the connection's `client` address (default) or
     /// the endpoint (`peer`) the event names.
     #[serde(default)]
     pub tag_key: TagKey,
     /// The connection carries one of these tags (from earlier events).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires_tag: Vec<String>,
     /// The connection carries none of these tags.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub forbids_tag: Vec<String>,
     /// One finding per distinct value of this subject.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_by: Option<Subject>,
     /// Diagnosis ids this one explains: their findings for the same
     /// destination fold under it as consequences.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub explains: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_count: Option<u64>,
     /// At least / at most this many distinct client IPs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_clients: Option<usize>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_clients: Option<usize>,
     /// Shown when the log holds no DEBUG lines: what would decide.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub if_info_only: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub next: Vec<NextCommand>,
 }
 
@@ -253,9 +253,9 @@ fn default_confidence() -> f64 {
 pub struct EraRule {
     /// Matched case-sensitively.
     pub text: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until: Option<String>,
 }
 
@@ -550,6 +550,27 @@ mod tests {
             assert!(
                 rules.rules.iter().any(|r| r.id.as_deref() == Some(id)),
                 "no rule emits {id}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_rule_survives_show_then_check() {
+        #[derive(Serialize)]
+        struct Doc<'a> {
+            rule: Vec<&'a Rule>,
+        }
+        let kb =
+            parse_rules("default.toml", DEFAULT_RULES).unwrap_or_else(|_| panic!("built-in rules"));
+        for r in &kb.rules {
+            let text = toml::to_string_pretty(&Doc { rule: vec![r] }).unwrap();
+            let back =
+                parse_rules("shown.toml", &text).unwrap_or_else(|e| panic!("{}: {}", r.name, e[0]));
+            assert_eq!(
+                serde_json::to_value(&back.rules[0]).unwrap(),
+                serde_json::to_value(r).unwrap(),
+                "{}",
+                r.name
             );
         }
     }
