@@ -94,6 +94,7 @@ fn quoted_backslash_variants() {
 fn zone_offset_ending_inside_a_character() {
     no_panic(b"3\n2024-03-12T08:02:11-10:\"\x97");
     no_panic(b"2024-03-12T08:02:11-10:\"\x97");
+    no_panic(b"2024-03-12T08:02:11-10:\xa2inbou");
 }
 
 /// The same with valid UTF-8: a timestamp-like line with a non-ASCII

@@ -228,7 +228,14 @@ pub fn rfc3339_len(s: &str) -> Option<usize> {
     }
     match b.get(i) {
         Some(b'Z') => Some(i + 1),
-        Some(b'+') | Some(b'-') if b.len() >= i + 6 && b[i + 3] == b':' => Some(i + 6),
+        Some(b'+') | Some(b'-')
+            if b.len() >= i + 6
+                && digits(i + 1..i + 3)
+                && b[i + 3] == b':'
+                && digits(i + 4..i + 6) =>
+        {
+            Some(i + 6)
+        }
         _ => None,
     }
 }

@@ -217,7 +217,8 @@ fn close_of(b: &[u8], open: usize, table: &[bool; 256]) -> Option<usize> {
                 // The closing quote of a string, past escaped characters.
                 i += 1;
                 loop {
-                    i += memchr::memchr2(b'"', b'\\', &b[i..])?;
+                    // A backslash as the last byte escapes nothing: `get` ends the scan.
+                    i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
                     if b[i] == b'"' {
                         break;
                     }

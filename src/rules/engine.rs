@@ -231,6 +231,7 @@ struct Acc {
     evidence: Vec<Evidence>,
     first: Seen,
     last: Seen,
+    last_line: u64,
     subjects: BTreeMap<Subject, Values>,
     workload: Values,
     clients: std::collections::BTreeSet<String>,
@@ -243,15 +244,46 @@ impl Acc {
         }
         if o.count > 0 {
             self.last = o.last;
+            self.last_line = o.last_line;
         }
         self.count += o.count;
         let room = MAX_EVIDENCE.saturating_sub(self.evidence.len());
         self.evidence.extend(o.evidence.into_iter().take(room));
-        for (k, v) in o.subjects {
+        self.merge_subjects(o.subjects, o.workload, o.clients);
+    }
+
+    /// Adds another rule's matches for the same diagnosis and subject:
+    /// evidence is interleaved by line, the earliest first.
+    fn absorb(&mut self, o: Acc) {
+        let first_line = |a: &Acc| a.evidence.first().map(|e| e.line);
+        if first_line(&o) < first_line(self) {
+            self.first = o.first;
+        }
+        if o.last_line > self.last_line {
+            self.last = o.last;
+            self.last_line = o.last_line;
+        }
+        self.count += o.count;
+        self.evidence.extend(o.evidence);
+        self.evidence
+            .sort_by(|a, b| (&a.source, a.line).cmp(&(&b.source, b.line)));
+        self.evidence
+            .dedup_by(|a, b| a.source == b.source && a.line == b.line);
+        self.evidence.truncate(MAX_EVIDENCE);
+        self.merge_subjects(o.subjects, o.workload, o.clients);
+    }
+
+    fn merge_subjects(
+        &mut self,
+        subjects: BTreeMap<Subject, Values>,
+        workload: Values,
+        clients: std::collections::BTreeSet<String>,
+    ) {
+        for (k, v) in subjects {
             self.subjects.entry(k).or_default().merge(v);
         }
-        self.workload.merge(o.workload);
-        for c in o.clients {
+        self.workload.merge(workload);
+        for c in clients {
             if self.clients.len() >= MAX_CLIENTS {
                 break;
             }
@@ -660,10 +692,13 @@ impl<'e> State<'e> {
             self.stats.era.add_stated(e);
         }
         let era = self.stats.era.era();
-        let mut findings: Vec<Finding> = Vec::new();
         let mut groups: Vec<((usize, String), Acc)> = self.groups.into_iter().collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
-        for ((ri, _), acc) in groups {
+        // Rules that reach the same verdict (id, severity, benign) about the
+        // same subject make one finding, told by the first of them in the
+        // rules file.
+        let mut merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)> = BTreeMap::new();
+        for ((ri, group), acc) in groups {
             let r = &self.engine.rules[ri];
             if r.min_count.is_some_and(|m| acc.count < m)
                 || r.min_clients.is_some_and(|m| acc.clients.len() < m)
@@ -671,8 +706,26 @@ impl<'e> State<'e> {
             {
                 continue;
             }
-            findings.push(Finding::new(r, acc, era.unwrap_or(Era::V2_15), &self.stats));
+            let key = (r.id.as_deref().unwrap_or(""), group, r.severity, r.benign);
+            match merged.get_mut(&key) {
+                Some((rules, a)) => {
+                    if !rules.contains(&ri) {
+                        rules.push(ri);
+                    }
+                    a.absorb(acc);
+                }
+                None => {
+                    merged.insert(key, (vec![ri], acc));
+                }
+            }
         }
+        let mut findings: Vec<Finding> = merged
+            .into_values()
+            .map(|(ris, acc)| {
+                let rules: Vec<&Rule> = ris.iter().map(|&i| &self.engine.rules[i]).collect();
+                Finding::new(&rules, acc, era.unwrap_or(Era::V2_15), &self.stats)
+            })
+            .collect();
         rank(&mut findings);
         let findings = fold(findings);
         super::super::report::explain::Report::new(findings, self.stats)
@@ -736,6 +789,7 @@ fn hit(
 ) -> Acc {
     let mut acc = Acc {
         count: 1,
+        last_line: line,
         ..Default::default()
     };
     let text = ev.map_or(hay, |e| &e.text);
@@ -807,6 +861,9 @@ fn hit(
     acc
 }
 
+/// What makes findings one: diagnosis id, subject group, severity, benign.
+type Verdict<'r> = (&'r str, String, Severity, bool);
+
 /// A next command, rendered for this log.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Command {
@@ -847,7 +904,8 @@ pub struct Finding {
     pub notes: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub consequences: Vec<Consequence>,
-    pub rule: String,
+    /// The rules that reported it, first the one whose words it uses.
+    pub rules: Vec<String>,
     #[serde(skip)]
     role: Role,
     #[serde(skip)]
@@ -940,24 +998,40 @@ impl Vars<'_> {
 }
 
 impl Finding {
-    fn new(r: &Rule, acc: Acc, era: Era, stats: &Stats) -> Finding {
+    /// A finding told by `rules[0]`; the other rules that reached the same
+    /// verdict add their next commands, notes and explained ids.
+    fn new(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
+        let r = rules[0];
         let vars = Vars {
             subjects: &acc.subjects,
             workload: acc.workload.ranked().into_iter().next(),
         };
         let mut next_commands: Vec<Command> = Vec::new();
-        for n in r.next.iter().filter(|n| n.applies_to(era)) {
-            let c = Command {
-                command: vars.render(&n.cmd),
-                why: vars.render(&n.why),
-            };
-            if !next_commands.iter().any(|x| x.command == c.command) {
-                next_commands.push(c);
+        let mut notes: Vec<String> = Vec::new();
+        let mut explains: Vec<String> = Vec::new();
+        for rule in rules {
+            for n in rule.next.iter().filter(|n| n.applies_to(era)) {
+                let c = Command {
+                    command: vars.render(&n.cmd),
+                    why: vars.render(&n.why),
+                };
+                if !next_commands.iter().any(|x| x.command == c.command) {
+                    next_commands.push(c);
+                }
             }
-        }
-        let mut notes = Vec::new();
-        if let (false, Some(n)) = (stats.has_debug(), &r.if_info_only) {
-            notes.push(vars.render(n));
+            if let (false, Some(n)) = (stats.has_debug(), &rule.if_info_only) {
+                let n = vars.render(n);
+                if !notes.contains(&n) {
+                    notes.push(n);
+                }
+            }
+            explains.extend(
+                rule.explains
+                    .iter()
+                    .filter(|e| !explains.contains(e))
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            );
         }
         let subjects = acc
             .subjects
@@ -969,7 +1043,7 @@ impl Finding {
             id: r.id.clone().unwrap_or_default(),
             severity: r.severity.as_str(),
             benign: r.benign,
-            confidence: r.confidence,
+            confidence: rules.iter().map(|x| x.confidence).fold(0.0, f64::max),
             title: vars.render(&r.title),
             detail: r.detail.clone(),
             explanation: vars.render(r.explain.trim()),
@@ -982,11 +1056,11 @@ impl Finding {
             doc: r.doc.clone(),
             notes,
             consequences: Vec::new(),
-            rule: r.name.clone(),
+            rules: rules.iter().map(|x| x.name.clone()).collect(),
             role: r.role,
             sev: r.severity,
-            weight: r.weight,
-            explains: r.explains.clone(),
+            weight: rules.iter().map(|x| x.weight).max().unwrap_or(0),
+            explains,
         }
     }
 

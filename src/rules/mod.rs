@@ -436,11 +436,15 @@ pub fn parse_rules(file: &str, text: &str) -> std::result::Result<KnowledgeBase,
                 "",
             );
         }
-        for n in &r.next {
-            if let Some(bad) = unknown_placeholder(&n.cmd) {
+        let templates = [Some(&r.title), Some(&r.explain), r.if_info_only.as_ref()]
+            .into_iter()
+            .flatten()
+            .chain(r.next.iter().flat_map(|n| [&n.cmd, &n.why]));
+        for t in templates {
+            if let Some(problem) = template_problem(t) {
                 err(
-                    format!("rule '{}': unknown placeholder {{{bad}}} in next command", r.name),
-                    "placeholders: {dst} {svc} {ns} {peer} {peer_ip} {client} {port} {identity} {server} {pod} {target} {workload} {workload_ns}",
+                    format!("rule '{}': {problem}", r.name),
+                    "placeholders: {dst} {svc} {ns} {peer} {peer_ip} {client} {port} {identity} {server} {pod} {target} {workload} {workload_ns}, with an optional default: {dst|the destination}",
                 );
             }
         }
@@ -485,16 +489,20 @@ pub const PLACEHOLDERS: &[&str] = &[
     "workload_ns",
 ];
 
-fn unknown_placeholder(cmd: &str) -> Option<String> {
-    let mut rest = cmd;
+/// What is wrong with a template's placeholders, if anything.
+fn template_problem(t: &str) -> Option<String> {
+    let mut rest = t;
     while let Some(o) = rest.find('{') {
         let Some(c) = rest[o..].find('}') else { break };
         let inner = &rest[o + 1..o + c];
+        if inner.contains('{') {
+            return Some(format!("placeholders cannot nest: {{{inner}…}}"));
+        }
         let name = inner.split('|').next().unwrap_or(inner);
         // Literal braces of shell syntax (`{.spec…}`, `{range …}`) are not placeholders.
         if name.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !PLACEHOLDERS.contains(&name)
         {
-            return Some(name.to_string());
+            return Some(format!("unknown placeholder {{{name}}}"));
         }
         rest = &rest[o + c + 1..];
     }
