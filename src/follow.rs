@@ -163,7 +163,7 @@ pub fn run(path: Option<PathBuf>, engine: &Engine, updates: Updates) -> Result<R
         // Only fails when a handler exists already; then Ctrl-C ends the process.
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
-    let mut state: State<'_> = engine.state();
+    let mut state: State<'_> = engine.whole_state();
     let mut batch: Vec<u8> = Vec::new();
     let mut next_line = 1u64;
     let mut last = Instant::now();

@@ -101,7 +101,7 @@ fn continues(prev: &str, frag: &str) -> bool {
 /// Reads the ticket, runs the engine over its log lines.
 pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
     let arena: Arena<String> = Arena::new();
-    let mut st = engine.state();
+    let mut st = engine.whole_state();
     let mut ctx = Context::default();
     let mut tok = Tokenizer::default();
     let mut in_fence = false;
@@ -113,7 +113,8 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
         let n = i as u64 + 1;
         let line = normalize(raw, &arena);
         let inner = unwrap(line).rest;
-        if inner.starts_with("```") || inner.starts_with("~~~") {
+        let raw_start = line.trim_start().trim_start_matches('>').trim_start();
+        if raw_start.starts_with("```") || raw_start.starts_with("~~~") {
             in_fence = !in_fence;
             ctx.code_blocks += u64::from(in_fence);
             prev_log = None;
@@ -364,13 +365,13 @@ pub fn markdown(t: &Triage) -> String {
         let _ = writeln!(o, "\nHarmless noise: {}.", b.join("; "));
     }
     if tried_certificates(&t.context)
-        && !any_id(r, "identity.trust-anchor")
-        && !any_id(r, "identity.issuer")
-        && !any_id(r, "identity.clock")
+        && r.stats.proxy_events > 0
+        && r.stats.has_debug()
+        && !any_id(r, "identity.")
     {
         let _ = writeln!(
             o,
-            "\nThe trust anchor / certificates are not the problem: no certificate validation error (UnknownIssuer, BadCertificate, expiry) appears anywhere in the logs, so re-creating them could not have helped."
+            "\nThe trust anchor and certificates are not the problem: the posted debug logs show no certificate validation error (UnknownIssuer, BadCertificate, expiry), so re-creating them could not have helped."
         );
     }
     if !t.context.tried.is_empty() {

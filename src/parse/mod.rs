@@ -38,7 +38,6 @@ fn dispatch(s: &str) -> Option<Event<'_>> {
         b'[' => plain::proxy_plain(s).or_else(|| other::access_apache(s)),
         b'{' => return json::parse(s),
         b't' => other::logrus(s).or_else(|| other::panic(s)),
-        b'l' => other::logrus(s),
         b'p' | b'g' => other::panic(s),
         b'0'..=b'9' => plain::policy_controller(s)
             .or_else(|| other::proxy_init(s))

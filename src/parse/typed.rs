@@ -240,16 +240,6 @@ impl<'a> Event<'a> {
         digits.parse().ok().filter(|c| (100..600).contains(c))
     }
 
-    pub fn http_version(&self) -> Option<&str> {
-        self.field("version")
-            .or_else(|| self.span_first(&["http"], &["v"]))
-            .or_else(|| {
-                let m = self.message();
-                m.starts_with("HTTP/")
-                    .then(|| m.split(' ').next().unwrap_or(m))
-            })
-    }
-
     /// Bytes peeked at TLS detection (`Peeked bytes from TCP stream sz=0`).
     pub fn sz(&self) -> Option<u64> {
         self.field("sz").and_then(|v| v.parse().ok())

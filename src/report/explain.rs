@@ -25,7 +25,6 @@ pub struct Report {
     pub era: Option<&'static str>,
     /// The eras the log's wording allows (`min`/`max`, null when unbounded).
     pub era_range: EraRange,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     #[serde(skip)]
     pub stats: Stats,

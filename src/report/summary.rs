@@ -611,16 +611,16 @@ impl Summary {
             self.seconds.keys().next_back().copied(),
         );
         let span = match (start, end) {
-            (Some(a), Some(b)) => b - a + 1,
+            (Some(a), Some(b)) => b.saturating_sub(a).saturating_add(1),
             _ => 1,
         };
-        let bucket = ((span + BUCKETS - 1) / BUCKETS).max(1);
-        let nb = ((span + bucket - 1) / bucket) as usize;
+        let bucket = (span / BUCKETS).saturating_add(1);
+        let nb = (span / bucket + 1) as usize;
         let mut events = vec![0; nb];
         let mut loud = vec![0; nb];
         if let Some(a) = start {
             for (k, (e, l)) in &self.seconds {
-                let i = ((k - a) / bucket) as usize;
+                let i = (k.saturating_sub(a) / bucket) as usize;
                 events[i] += e;
                 loud[i] += l;
             }

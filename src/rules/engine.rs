@@ -120,6 +120,15 @@ impl Engine {
             .map(|m| self.era_cues[m.pattern().as_usize()])
     }
 
+    /// State for a whole input read in order (follow mode, tickets).
+    pub fn whole_state(&self) -> State<'_> {
+        State {
+            defer_tags: false,
+            ..self.state()
+        }
+    }
+
+    /// State for one chunk of an input read in parallel chunks.
     pub fn state(&self) -> State<'_> {
         State {
             engine: self,
@@ -128,6 +137,7 @@ impl Engine {
             pending: Vec::new(),
             conns: HashMap::new(),
             stats: Stats::default(),
+            defer_tags: true,
             candidates: Vec::new(),
             era_sampler: EraSampler::default(),
         }
@@ -341,6 +351,10 @@ pub struct State<'e> {
     /// matches whose own line does not name them (2.7-era error lines).
     conns: HashMap<String, ConnCtx>,
     pub stats: Stats,
+    /// A chunk of a larger input defers tag decisions for connections it has
+    /// not seen to the merge; a state that reads the whole input decides at
+    /// once (so follow mode keeps nothing pending).
+    defer_tags: bool,
     candidates: Vec<usize>,
     era_sampler: EraSampler,
 }
@@ -563,7 +577,7 @@ impl<'e> State<'e> {
                             self.add_acc(ri, group, acc);
                         }
                     }
-                    None => match conn {
+                    None => match conn.filter(|_| self.defer_tags) {
                         // Tags may sit in an earlier chunk: decide at merge.
                         Some(c) => self.pending.push(Pending {
                             rule: ri,
@@ -851,7 +865,7 @@ fn hit(
         }
         if let Some(p) = ev.wrapper.pod {
             acc.workload.add(&format!("po/{p}"), 1);
-        } else if ev.has_span("gateway") || (ev.has_span("direct") && ev.port() == Some(4143)) {
+        } else if ev.has_span("gateway") {
             acc.workload.add("deploy/linkerd-gateway", 1);
         }
     }
@@ -948,6 +962,7 @@ impl Vars<'_> {
             "peer_ip" => self.first(Subject::Peer).map(|p| host_of(&p).to_string()),
             "svc" => self
                 .first(Subject::Dst)
+                .filter(|d| d.contains(".svc."))
                 .and_then(|d| d.split(['.', ':']).next().map(str::to_string)),
             "workload" => self.workload.clone(),
             "workload_ns" => match self.workload.as_deref() {
@@ -1084,6 +1099,21 @@ fn rank(f: &mut [Finding]) {
     });
 }
 
+/// Whether `cause` can account for `symptom`: the same lines show both, or
+/// they name the same destination, or the symptom names none. A cause that
+/// names no destination never hides a more severe symptom that names one.
+fn explained_by(symptom: &Finding, cause: &Finding) -> bool {
+    let same_line = symptom
+        .evidence
+        .iter()
+        .any(|e| cause.evidence.iter().any(|c| c.source == e.source && c.line == e.line));
+    let (s, c) = (symptom.dsts(), cause.dsts());
+    same_line
+        || s.is_empty()
+        || s.iter().any(|d| c.contains(d))
+        || (c.is_empty() && cause.sev >= symptom.sev)
+}
+
 /// Folds each finding under the first (best ranked) unfolded finding that
 /// explains its id and shares a destination with it (or where either side
 /// names none).
@@ -1101,9 +1131,7 @@ fn fold(findings: Vec<Finding>) -> Vec<Finding> {
                 && parent[j].is_none()
                 && !findings[j].benign
                 && findings[j].explains.contains(&f.id)
-                && (f.dsts().is_empty()
-                    || findings[j].dsts().is_empty()
-                    || f.dsts().iter().any(|d| findings[j].dsts().contains(d)))
+                && explained_by(f, &findings[j])
         });
     }
     let mut out: Vec<Option<Finding>> = findings.into_iter().map(Some).collect();
