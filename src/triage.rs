@@ -424,7 +424,7 @@ pub fn markdown(t: &Triage) -> String {
         c.yaml_lines,
         c.check_lines,
         c.version.as_ref().map(|v| format!("; Linkerd {v}")).unwrap_or_default(),
-        r.era.map(|e| format!("; log format {e}")).unwrap_or_default(),
+        r.era_text().map(|e| format!("; log format {e}")).unwrap_or_default(),
     );
     o
 }

@@ -69,6 +69,33 @@ impl Report {
         }
     }
 
+    /// The releases the log's wording allows, for people: `2.12-2.14`,
+    /// `2.10 to 2.14`, `2.10 or later`.
+    pub fn era_text(&self) -> Option<String> {
+        let lo = |e: Era| {
+            e.as_str()
+                .split(['-', '+'])
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        let hi = |e: Era| {
+            e.as_str()
+                .rsplit('-')
+                .next()
+                .unwrap_or("")
+                .trim_end_matches('+')
+                .to_string()
+        };
+        match (self.era_range.min, self.era_range.max) {
+            (Some(a), Some(b)) if a == b => Some(a.as_str().to_string()),
+            (Some(a), Some(b)) => Some(format!("{} to {}", lo(a), hi(b))),
+            (Some(a), None) => Some(format!("{} or later", lo(a))),
+            (None, Some(b)) => Some(format!("{} or earlier", hi(b))),
+            (None, None) => None,
+        }
+    }
+
     pub fn has_at_least(&self, sev: &str) -> bool {
         let rank = |s: &str| match s {
             "critical" => 2,
@@ -103,7 +130,7 @@ pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
         r.input.lines,
         r.input.events,
         r.input.unparsed,
-        r.era
+        r.era_text()
             .map(|e| format!(", log format of Linkerd {e}"))
             .unwrap_or_default()
     );
@@ -216,7 +243,7 @@ pub fn markdown(r: &Report) -> String {
         r.input.lines,
         r.input.events,
         r.input.unparsed,
-        r.era
+        r.era_text()
             .map(|e| format!("; log format of Linkerd {e}"))
             .unwrap_or_default()
     );

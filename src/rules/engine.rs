@@ -1103,10 +1103,12 @@ fn rank(f: &mut [Finding]) {
 /// they name the same destination, or the symptom names none. A cause that
 /// names no destination never hides a more severe symptom that names one.
 fn explained_by(symptom: &Finding, cause: &Finding) -> bool {
-    let same_line = symptom
-        .evidence
-        .iter()
-        .any(|e| cause.evidence.iter().any(|c| c.source == e.source && c.line == e.line));
+    let same_line = symptom.evidence.iter().any(|e| {
+        cause
+            .evidence
+            .iter()
+            .any(|c| c.source == e.source && c.line == e.line)
+    });
     let (s, c) = (symptom.dsts(), cause.dsts());
     same_line
         || s.is_empty()
