@@ -1642,6 +1642,18 @@ fn ff_transition(em: &mut Em, w: &World, si: usize, entering: bool) {
 
 // ───────────────────────────── non-proxy lines (mixed scenario) ─────────────────────────────
 
+/// The destination controller's watch message: `Establishing|Stopping watch on endpoint [ns/name:port]`.
+fn put_watch_msg(em: &mut Em, ns: &str, name: &str, port: &str) {
+    let start = if em.rng.chance(5000) {
+        "Establishing"
+    } else {
+        "Stopping"
+    };
+    for part in [start, " watch on endpoint [", ns, "/", name, ":", port, "]"] {
+        em.out.extend_from_slice(part.as_bytes());
+    }
+}
+
 fn logrus_line(em: &mut Em, w: &World) {
     em.wrap_prefix(DST_PREFIX);
     let s = &w.svcs[em.rng.below(w.svcs.len() as u64) as usize];
@@ -1649,24 +1661,8 @@ fn logrus_line(em: &mut Em, w: &World) {
     let r = em.rng.below(100);
     if r < 15 {
         // logrus JSON formatter: keys sorted
-        let start = if em.rng.chance(5000) {
-            "Establishing"
-        } else {
-            "Stopping"
-        };
         em.out.extend_from_slice(b"{\"addr\":\":8086\",\"component\":\"endpoints-watcher\",\"level\":\"info\",\"msg\":\"");
-        for part in [
-            start,
-            " watch on endpoint [",
-            &s.ns,
-            "/",
-            &s.name,
-            ":",
-            port,
-            "]",
-        ] {
-            em.out.extend_from_slice(part.as_bytes());
-        }
+        put_watch_msg(em, &s.ns, &s.name, port);
         em.out.extend_from_slice(b"\",\"time\":\"");
         em.put_logrus_time();
         em.out.extend_from_slice(b"\"}\n");
@@ -1676,24 +1672,8 @@ fn logrus_line(em: &mut Em, w: &World) {
     em.put_logrus_time();
     em.out.push(b'"');
     if r < 80 {
-        let start = if em.rng.chance(5000) {
-            "Establishing"
-        } else {
-            "Stopping"
-        };
         em.out.extend_from_slice(b" level=info msg=\"");
-        for part in [
-            start,
-            " watch on endpoint [",
-            &s.ns,
-            "/",
-            &s.name,
-            ":",
-            port,
-            "]",
-        ] {
-            em.out.extend_from_slice(part.as_bytes());
-        }
+        put_watch_msg(em, &s.ns, &s.name, port);
         em.out
             .extend_from_slice(b"\" addr=\":8086\" component=endpoints-watcher\n");
     } else if r < 95 {
