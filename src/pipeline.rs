@@ -52,7 +52,7 @@ impl Options {
 pub fn process_chunk<A: Accumulator>(source: &str, chunk: &[u8], first_line: u64, mut acc: A) -> A {
     let arena = Arena::new();
     let mut tok = Tokenizer::default();
-    let mut emit = |r: Record<'_>| acc.record(source, &r);
+    let mut emit = |r: &mut Record<'_>| acc.record(source, r);
     for (i, raw) in input::lines(chunk).enumerate() {
         let line = normalize(raw, &arena);
         tok.push(first_line + i as u64, line, &mut emit);

@@ -157,16 +157,16 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
         }
     }
     for (n, line, span) in pending {
-        let mut emit = |mut r: Record<'_>| {
-            if let Record::Event(e) = &mut r {
+        let mut emit = |r: &mut Record<'_>| {
+            if let Record::Event(e) = r {
                 e.lines = span.max(1);
             }
-            st.record(name, &r)
+            st.record(name, r)
         };
         if span == 0 {
             // Application output: matched as unparsed text only.
             tok.flush(&mut emit);
-            emit(Record::Unparsed {
+            emit(&mut Record::Unparsed {
                 line: n,
                 text: std::borrow::Cow::Borrowed(line),
             });
@@ -174,7 +174,7 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
             tok.push(n, line, &mut emit);
         }
     }
-    tok.flush(&mut |r: Record<'_>| st.record(name, &r));
+    tok.flush(&mut |r: &mut Record<'_>| st.record(name, r));
     read_prose(&prose, &mut ctx);
     let stated = ctx.version.as_deref().and_then(Era::of_linkerd_version);
     let report = st.finish(stated);

@@ -688,9 +688,9 @@ fn run_row(row: &Row, fails: &mut Vec<String>) {
     let mut recs: Vec<Record<'_>> = Vec::new();
     let mut tok = Tokenizer::default();
     for (i, l) in lines.iter().enumerate() {
-        tok.push(i as u64 + 1, l, &mut |r| recs.push(r));
+        tok.push(i as u64 + 1, l, &mut |r| recs.push(r.clone()));
     }
-    tok.flush(&mut |r| recs.push(r));
+    tok.flush(&mut |r| recs.push(r.clone()));
 
     // Every row's records cover its lines once, in order.
     let mut next = 1;

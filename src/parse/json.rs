@@ -8,17 +8,20 @@ use serde_json::{Map, Value};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 
-pub fn parse(s: &str) -> Option<Event<'_>> {
+pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(s) else {
         return None;
     };
     let has = |k: &str| obj.contains_key(k);
     if has("fields") || (has("target") && has("level")) {
-        Some(tracing_json(s, obj))
+        tracing_json(s, obj, ev);
+        Some(())
     } else if has("level") && has("msg") {
-        Some(logrus_json(s, obj))
+        logrus_json(s, obj, ev);
+        Some(())
     } else if has("method") && (has("client.addr") || has("client")) {
-        Some(access_json(s, obj))
+        access_json(s, obj, ev);
+        Some(())
     } else {
         None
     }
@@ -57,7 +60,7 @@ fn flatten<'a, const N: usize>(
     }
 }
 
-fn tracing_json(s: &str, mut obj: Map<String, Value>) -> Event<'_> {
+fn tracing_json<'a>(s: &'a str, mut obj: Map<String, Value>, ev: &mut Event<'a>) {
     let target = obj.get("target").map(scalar);
     let is_policy = !obj.contains_key("threadId")
         && target
@@ -68,7 +71,7 @@ fn tracing_json(s: &str, mut obj: Map<String, Value>) -> Event<'_> {
     } else {
         Producer::ProxyJson
     };
-    let mut ev = Event::new(producer, Cow::Borrowed(s));
+    ev.reset(producer, s);
     ev.target = target.map(Cow::Owned);
     ev.level = obj
         .get("level")
@@ -108,11 +111,10 @@ fn tracing_json(s: &str, mut obj: Map<String, Value>) -> Event<'_> {
             }
         }
     }
-    ev
 }
 
-fn logrus_json(s: &str, obj: Map<String, Value>) -> Event<'_> {
-    let mut ev = Event::new(Producer::LogrusJson, Cow::Borrowed(s));
+fn logrus_json<'a>(s: &'a str, obj: Map<String, Value>, ev: &mut Event<'a>) {
+    ev.reset(Producer::LogrusJson, s);
     let mut rest: Fields = SmallVec::new();
     flatten("", &obj, &mut rest, &[]);
     for (k, v) in rest {
@@ -123,11 +125,10 @@ fn logrus_json(s: &str, obj: Map<String, Value>) -> Event<'_> {
             _ => ev.fields.push((k, v)),
         }
     }
-    ev
 }
 
-fn access_json(s: &str, obj: Map<String, Value>) -> Event<'_> {
-    let mut ev = Event::new(Producer::AccessJson, Cow::Borrowed(s));
+fn access_json<'a>(s: &'a str, obj: Map<String, Value>, ev: &mut Event<'a>) {
+    ev.reset(Producer::AccessJson, s);
     let mut f: Fields = SmallVec::new();
     flatten("", &obj, &mut f, &[]);
     for (k, v) in f {
@@ -137,16 +138,16 @@ fn access_json(s: &str, obj: Map<String, Value>) -> Event<'_> {
             ev.fields.push((k, v));
         }
     }
-    ev
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::with;
 
     #[test]
     fn nested_and_reordered_keys_flatten() {
-        let ev = parse(r#"{"threadId":"ThreadId(1)","spans":[{"name":"inbound"},{"server":{"addr":"10.0.1.32:9443"},"name":"accept","client":{"addr":"10.0.0.198:60736"}}],"level":"DEBUG","fields":{"message":"Connection closed"},"timestamp":"2026-01-12T15:39:45.802812Z","target":"linkerd_app_core::serve"}"#).unwrap();
+        let ev = with(parse, r#"{"threadId":"ThreadId(1)","spans":[{"name":"inbound"},{"server":{"addr":"10.0.1.32:9443"},"name":"accept","client":{"addr":"10.0.0.198:60736"}}],"level":"DEBUG","fields":{"message":"Connection closed"},"timestamp":"2026-01-12T15:39:45.802812Z","target":"linkerd_app_core::serve"}"#).unwrap();
         assert_eq!(ev.producer, Producer::ProxyJson);
         assert_eq!(ev.spans[1].field("client.addr"), Some("10.0.0.198:60736"));
         assert_eq!(ev.spans[1].name, "accept");
@@ -156,7 +157,7 @@ mod tests {
 
     #[test]
     fn uptime_timestamp_and_log_keys() {
-        let ev = parse(r#"{"timestamp":"[     0.002747s]","level":"WARN","fields":{"message":"m","log.target":"rustls","log.line":580,"port":4143},"target":"rustls::common_state"}"#).unwrap();
+        let ev = with(parse, r#"{"timestamp":"[     0.002747s]","level":"WARN","fields":{"message":"m","log.target":"rustls","log.line":580,"port":4143},"target":"rustls::common_state"}"#).unwrap();
         assert_eq!(ev.uptime, Some(0.002747));
         assert_eq!(ev.fields.len(), 1);
         assert_eq!(ev.field("port"), Some("4143"));

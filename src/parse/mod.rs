@@ -14,8 +14,9 @@ pub use event::{Era, Event, Level, Producer, Record, Span, Wrapper};
 use crate::input::wrap::unwrap;
 use std::borrow::Cow;
 
-/// Parses one normalized line. `None`: no grammar matched (prose).
-pub fn parse_line(line: &str) -> Option<Event<'_>> {
+/// Parses one normalized line into `ev` (reused from line to line); false
+/// when no grammar matched (prose), leaving `ev` unspecified.
+pub fn parse_into<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
     let u = unwrap(line);
     // An application container's own output, interleaved by `--prefix` or
     // stern, is not a Linkerd log even when it looks like one (logfmt).
@@ -23,35 +24,53 @@ pub fn parse_line(line: &str) -> Option<Event<'_>> {
         .container
         .is_some_and(|c| !crate::input::wrap::is_linkerd_container(c))
     {
-        return None;
+        return false;
     }
     let s = u.rest;
-    let mut ev = dispatch(s)?;
+    if dispatch(s, ev).is_none() {
+        return false;
+    }
     ev.wrapper = u.wrapper;
     ev.text = Cow::Borrowed(s);
-    Some(ev)
+    true
 }
 
-fn dispatch(s: &str) -> Option<Event<'_>> {
+/// Parses one normalized line. `None`: no grammar matched (prose).
+pub fn parse_line(line: &str) -> Option<Event<'_>> {
+    let mut ev = Event::default();
+    parse_into(line, &mut ev).then_some(ev)
+}
+
+/// Runs one producer's grammar alone over a line.
+#[cfg(test)]
+pub(crate) fn with<'a>(
+    grammar: impl FnOnce(&'a str, &mut Event<'a>) -> Option<()>,
+    s: &'a str,
+) -> Option<Event<'a>> {
+    let mut ev = Event::default();
+    grammar(s, &mut ev).map(|()| ev)
+}
+
+fn dispatch<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let first = *s.as_bytes().first()?;
     let specific = match first {
-        b'[' => plain::proxy_plain(s).or_else(|| other::access_apache(s)),
-        b'{' => return json::parse(s),
-        b't' => other::logrus(s).or_else(|| other::panic(s)),
-        b'p' | b'g' => other::panic(s),
-        b'0'..=b'9' => plain::policy_controller(s)
-            .or_else(|| other::proxy_init(s))
-            .or_else(|| other::access_apache(s))
-            .or_else(|| other::proxy_init_truncated(s)),
-        b'/' => other::proxy_init_truncated(s),
-        b'I' | b'W' | b'E' | b'F' => other::klog(s).or_else(|| plain::proxy_legacy(s)),
-        b'D' | b'T' => plain::proxy_legacy(s),
-        b'a'..=b'f' | b'A'..=b'C' => other::access_apache(s),
+        b'[' => plain::proxy_plain(s, ev).or_else(|| other::access_apache(s, ev)),
+        b'{' => return json::parse(s, ev),
+        b't' => other::logrus(s, ev).or_else(|| other::panic(s, ev)),
+        b'p' | b'g' => other::panic(s, ev),
+        b'0'..=b'9' => plain::policy_controller(s, ev)
+            .or_else(|| other::proxy_init(s, ev))
+            .or_else(|| other::access_apache(s, ev))
+            .or_else(|| other::proxy_init_truncated(s, ev)),
+        b'/' => other::proxy_init_truncated(s, ev),
+        b'I' | b'W' | b'E' | b'F' => other::klog(s, ev).or_else(|| plain::proxy_legacy(s, ev)),
+        b'D' | b'T' => plain::proxy_legacy(s, ev),
+        b'a'..=b'f' | b'A'..=b'C' => other::access_apache(s, ev),
         _ => None,
     };
     specific.or_else(|| {
         if s.contains("ThreadId(") || s.contains("::") {
-            plain::lenient(s)
+            plain::lenient(s, ev)
         } else {
             None
         }
@@ -68,35 +87,47 @@ fn takes_continuation(ev: &Event) -> bool {
 }
 
 /// Turns lines into records, holding back a multi-line record until the
-/// next header shows it is complete.
-#[derive(Default)]
+/// next header shows it is complete. Records are lent to `emit` (mutably, so
+/// a caller can adjust one before it counts it), never moved: one event
+/// slot serves every line.
 pub struct Tokenizer<'a> {
+    slot: Record<'a>,
     pending: Option<Event<'a>>,
 }
 
+impl Default for Tokenizer<'_> {
+    fn default() -> Self {
+        Tokenizer {
+            slot: Record::Event(Event::default()),
+            pending: None,
+        }
+    }
+}
+
 impl<'a> Tokenizer<'a> {
-    pub fn push(&mut self, line_no: u64, line: &'a str, emit: &mut impl FnMut(Record<'a>)) {
-        let parsed = parse_line(line);
+    pub fn push(&mut self, line_no: u64, line: &'a str, emit: &mut impl FnMut(&mut Record<'a>)) {
         let in_go_panic = self
             .pending
             .as_ref()
             .is_some_and(|p| p.producer == Producer::GoPanic);
-        // A Go panic's `goroutine N [running]:` parses as a header of its
-        // own, but it continues the `panic:` before it: one event
-        // (log-format.md M7–M7e).
-        let goroutine = in_go_panic
-            && parsed.as_ref().is_some_and(|ev| {
-                ev.producer == Producer::GoPanic && ev.message().starts_with("goroutine ")
-            });
-        if let Some(mut ev) = parsed.filter(|_| !goroutine) {
-            ev.line = line_no;
-            self.flush(emit);
-            if takes_continuation(&ev) {
-                self.pending = Some(ev);
-            } else {
-                emit(Record::Event(ev));
+        if let Record::Event(ev) = &mut self.slot {
+            // A Go panic's `goroutine N [running]:` parses as a header of its
+            // own, but it continues the `panic:` before it: one event
+            // (log-format.md M7–M7e).
+            if parse_into(line, ev)
+                && !(in_go_panic
+                    && ev.producer == Producer::GoPanic
+                    && ev.message().starts_with("goroutine "))
+            {
+                ev.line = line_no;
+                emit_pending(&mut self.pending, emit);
+                if takes_continuation(ev) {
+                    self.pending = Some(std::mem::take(ev));
+                } else {
+                    emit(&mut self.slot);
+                }
+                return;
             }
-            return;
         }
         let trimmed = line.trim();
         if let Some(p) = self.pending.as_mut() {
@@ -128,20 +159,24 @@ impl<'a> Tokenizer<'a> {
             }
         }
         self.flush(emit);
-        emit(Record::Unparsed {
+        emit(&mut Record::Unparsed {
             line: line_no,
             text: Cow::Borrowed(line),
         });
     }
 
-    pub fn flush(&mut self, emit: &mut impl FnMut(Record<'a>)) {
-        if let Some(mut ev) = self.pending.take() {
-            // Blank lines that ended a Go panic are counted, not kept.
-            if let Some(c) = ev.continuation.as_mut() {
-                c.truncate(c.trim_end_matches('\n').len());
-            }
-            emit(Record::Event(ev));
+    pub fn flush(&mut self, emit: &mut impl FnMut(&mut Record<'a>)) {
+        emit_pending(&mut self.pending, emit);
+    }
+}
+
+fn emit_pending<'a>(pending: &mut Option<Event<'a>>, emit: &mut impl FnMut(&mut Record<'a>)) {
+    if let Some(mut ev) = pending.take() {
+        // Blank lines that ended a Go panic are counted, not kept.
+        if let Some(c) = ev.continuation.as_mut() {
+            c.truncate(c.trim_end_matches('\n').len());
         }
+        emit(&mut Record::Event(ev));
     }
 }
 

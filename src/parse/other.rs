@@ -5,11 +5,11 @@ use super::event::{Event, Level, Producer};
 use std::borrow::Cow;
 
 /// logrus `TextFormatter`: `time="…" level=info msg="…" k=v k="v"`.
-pub fn logrus(s: &str) -> Option<Event<'_>> {
+pub fn logrus<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     if !s.starts_with("time=\"") {
         return None;
     }
-    let mut ev = Event::new(Producer::Logrus, Cow::Borrowed(s));
+    ev.reset(Producer::Logrus, s);
     for (k, v) in logfmt(s) {
         match k {
             "time" => ev.timestamp = Some(v),
@@ -18,8 +18,7 @@ pub fn logrus(s: &str) -> Option<Event<'_>> {
             _ => ev.fields.push((Cow::Borrowed(k), v)),
         }
     }
-    ev.level?;
-    Some(ev)
+    ev.level.map(|_| ())
 }
 
 /// `key=bare` or `key="Go %q quoted"` pairs.
@@ -76,7 +75,7 @@ fn go_unquote(s: &str) -> Cow<'_, str> {
 }
 
 /// klog: `I0203 21:30:23.123456       1 reflector.go:219] message`.
-pub fn klog(s: &str) -> Option<Event<'_>> {
+pub fn klog<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let b = s.as_bytes();
     if b.len() < 22 || !matches!(b[0], b'I' | b'W' | b'E' | b'F') {
         return None;
@@ -90,7 +89,7 @@ pub fn klog(s: &str) -> Option<Event<'_>> {
     if !src.contains(".go:") {
         return None;
     }
-    let mut ev = Event::new(Producer::Klog, Cow::Borrowed(s));
+    ev.reset(Producer::Klog, s);
     ev.level = Level::parse(&s[..1]);
     // `0203 21:30:23.123456`: month-day and time; klog prints no year.
     let time_end = s[6..].find(' ').map_or(close, |e| 6 + e);
@@ -106,11 +105,11 @@ pub fn klog(s: &str) -> Option<Event<'_>> {
     }
     ev.target = Some(Cow::Borrowed(src));
     ev.message = Some(Cow::Borrowed(&s[close + 2..]));
-    Some(ev)
+    Some(())
 }
 
 /// proxy-init ≤ v1.3 (Go stdlib `log`): `2020/07/15 16:22:43 message`.
-pub fn proxy_init(s: &str) -> Option<Event<'_>> {
+pub fn proxy_init<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let b = s.as_bytes();
     if b.len() < 20
         || !(b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'/' && b[7] == b'/')
@@ -120,15 +119,15 @@ pub fn proxy_init(s: &str) -> Option<Event<'_>> {
     {
         return None;
     }
-    let mut ev = init_event(s, &s[20..]);
+    init_event(s, &s[20..], ev);
     ev.timestamp = Some(Cow::Borrowed(&s[..19]));
-    Some(ev)
+    Some(())
 }
 
 /// proxy-init ≤ v1.3 with the front of its stamp cut off, as a truncated
 /// termination message shows it: `/02/25 08:33:56 Will ignore port …`
 /// (log-format.md C14: time unknown, message recovered).
-pub fn proxy_init_truncated(s: &str) -> Option<Event<'_>> {
+pub fn proxy_init_truncated<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let b = s.as_bytes();
     // What is left of the year (0–3 digits), then `/MM/DD HH:MM:SS `.
     let k = b.iter().take(3).take_while(|c| c.is_ascii_digit()).count();
@@ -142,24 +141,23 @@ pub fn proxy_init_truncated(s: &str) -> Option<Event<'_>> {
     {
         return None;
     }
-    let mut ev = init_event(s, &s[k + pat.len()..]);
+    init_event(s, &s[k + pat.len()..], ev);
     ev.truncated_head = true;
-    Some(ev)
+    Some(())
 }
 
-fn init_event<'a>(s: &'a str, msg: &'a str) -> Event<'a> {
-    let mut ev = Event::new(Producer::ProxyInit, Cow::Borrowed(s));
+fn init_event<'a>(s: &'a str, msg: &'a str, ev: &mut Event<'a>) {
+    ev.reset(Producer::ProxyInit, s);
     ev.level = Some(if msg.starts_with("Error") || msg.starts_with("Aborting") {
         Level::Error
     } else {
         Level::Info
     });
     ev.message = Some(Cow::Borrowed(msg));
-    ev
 }
 
 /// Apache common access log: `IP:port ID - [ts] "METHOD URI VERSION" STATUS`.
-pub fn access_apache(s: &str) -> Option<Event<'_>> {
+pub fn access_apache<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let (addr, rest) = s.split_once(' ')?;
     if !addr.contains(':') || !addr.bytes().next()?.is_ascii_hexdigit() && !addr.starts_with('[') {
         return None;
@@ -172,7 +170,7 @@ pub fn access_apache(s: &str) -> Option<Event<'_>> {
     if !version.starts_with("HTTP/") {
         return None;
     }
-    let mut ev = Event::new(Producer::AccessApache, Cow::Borrowed(s));
+    ev.reset(Producer::AccessApache, s);
     ev.timestamp = Some(Cow::Borrowed(ts));
     ev.level = Some(Level::Info);
     ev.fields
@@ -189,11 +187,11 @@ pub fn access_apache(s: &str) -> Option<Event<'_>> {
         ev.fields
             .push((Cow::Borrowed("status"), Cow::Borrowed(status)));
     }
-    Some(ev)
+    Some(())
 }
 
 /// Rust `thread 'x' panicked at …` or Go `panic: …` / `goroutine N [`.
-pub fn panic(s: &str) -> Option<Event<'_>> {
+pub fn panic<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let producer = if s.starts_with("thread '") && s.contains("' panicked at")
         || s.starts_with("thread '") && s.contains(") panicked at")
     {
@@ -203,13 +201,13 @@ pub fn panic(s: &str) -> Option<Event<'_>> {
     } else {
         return None;
     };
-    let mut ev = Event::new(producer, Cow::Borrowed(s));
+    ev.reset(producer, s);
     ev.level = Some(Level::Error);
     ev.message = Some(Cow::Borrowed(s));
     if producer == Producer::RustPanic {
-        rust_panic_header(s, &mut ev);
+        rust_panic_header(s, ev);
     }
-    Some(ev)
+    Some(())
 }
 
 /// Thread, message and location of a Rust panic header (log-format.md §5,
@@ -258,10 +256,11 @@ fn rust_panic_header<'a>(s: &'a str, ev: &mut Event<'a>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::with;
 
     #[test]
     fn logrus_quoting() {
-        let ev = logrus(r#"time="2023-01-10T10:00:00Z" level=warning msg="Failed to get endpoints" addr=":8086" component=endpoints-watcher error="endpoints \"web\" not found" cluster= ns=default"#).unwrap();
+        let ev = with(logrus, r#"time="2023-01-10T10:00:00Z" level=warning msg="Failed to get endpoints" addr=":8086" component=endpoints-watcher error="endpoints \"web\" not found" cluster= ns=default"#).unwrap();
         assert_eq!(ev.level, Some(Level::Warn));
         assert_eq!(ev.message(), "Failed to get endpoints");
         assert_eq!(ev.field("error"), Some("endpoints \"web\" not found"));
@@ -271,20 +270,24 @@ mod tests {
 
     #[test]
     fn klog_and_init_and_access() {
-        let ev = klog("E0203 21:30:24.000001       1 reflector.go:138] k8s.io/client-go: Failed to watch *v1.Pod").unwrap();
+        let ev = with(klog, "E0203 21:30:24.000001       1 reflector.go:138] k8s.io/client-go: Failed to watch *v1.Pod").unwrap();
         assert_eq!(ev.level, Some(Level::Error));
         assert_eq!(ev.target(), "reflector.go:138");
         assert_eq!(ev.timestamp.as_deref(), Some("0203 21:30:24.000001"));
-        let ev =
-            proxy_init("2020/07/15 16:22:43 < Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)")
-                .unwrap();
+        let ev = with(
+            proxy_init,
+            "2020/07/15 16:22:43 < Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)",
+        )
+        .unwrap();
         assert_eq!(
             ev.message(),
             "< Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)"
         );
-        let ev =
-            access_apache(r#"[fd00::9]:41000 - - [2025-05-01T08:00:00.5Z] "GET / HTTP/1.1" 503"#)
-                .unwrap();
+        let ev = with(
+            access_apache,
+            r#"[fd00::9]:41000 - - [2025-05-01T08:00:00.5Z] "GET / HTTP/1.1" 503"#,
+        )
+        .unwrap();
         assert_eq!(ev.field("status"), Some("503"));
         assert_eq!(ev.field("client.addr"), Some("[fd00::9]:41000"));
     }

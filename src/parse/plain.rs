@@ -62,10 +62,10 @@ fn thread_id(s: &str) -> Option<(&str, &str)> {
 }
 
 /// Proxy plain format, strict head: `[uptime] LEVEL …`.
-pub fn proxy_plain(s: &str) -> Option<Event<'_>> {
+pub fn proxy_plain<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let (up, frac_digits, rest) = uptime(s)?;
     let (level, rest) = level_word(rest)?;
-    let mut ev = Event::new(Producer::ProxyPlain, Cow::Borrowed(s));
+    ev.reset(Producer::ProxyPlain, s);
     ev.level = Some(level);
     let rest = match thread_id(rest) {
         Some((t, r)) => {
@@ -81,28 +81,26 @@ pub fn proxy_plain(s: &str) -> Option<Event<'_>> {
     } else {
         up
     });
-    tracing_tail(rest, &mut ev, false)?;
-    Some(ev)
+    tracing_tail(rest, ev, false)
 }
 
 /// The policy controller: RFC 3339 (its own clock), then the same layout
 /// without thread ids.
-pub fn policy_controller(s: &str) -> Option<Event<'_>> {
+pub fn policy_controller<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let n = crate::input::wrap::rfc3339_len(s)?;
     let (level, rest) = level_word(&s[n..])?;
-    let mut ev = Event::new(Producer::PolicyController, Cow::Borrowed(s));
+    ev.reset(Producer::PolicyController, s);
     ev.timestamp = Some(Cow::Borrowed(&s[..n]));
     ev.level = Some(level);
-    tracing_tail(rest, &mut ev, false)?;
-    Some(ev)
+    tracing_tail(rest, ev, false)
 }
 
 /// What survives a copy that lost the head: `WARN ThreadId(01) …`,
 /// `ThreadId(01) …`, `Jan 15 16:34:57.892 WARN  ThreadId(01) …`, `INFO
 /// inbound: linkerd_app_core::serve: …`, or `inbound: linkerd_app::…: …`.
 /// Accepted only when a known target anchors the line.
-pub fn lenient(s: &str) -> Option<Event<'_>> {
-    let mut ev = Event::new(Producer::ProxyPlain, Cow::Borrowed(s));
+pub fn lenient<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
+    ev.reset(Producer::ProxyPlain, s);
     ev.truncated_head = true;
     let mut rest = s;
     if let Some(pos) = s.find("ThreadId(").filter(|&p| p < 48) {
@@ -135,7 +133,7 @@ pub fn lenient(s: &str) -> Option<Event<'_>> {
         ev.level = Some(lvl);
         rest = r;
     }
-    tracing_tail(rest, &mut ev, true)?;
+    tracing_tail(rest, ev, true)?;
     // The policy controller writes the same layout without thread ids; with
     // its timestamp lost, its targets still tell it (log-format.md C17, as
     // `json::tracing_json` does for its JSON).
@@ -147,7 +145,7 @@ pub fn lenient(s: &str) -> Option<Event<'_>> {
     {
         ev.producer = Producer::PolicyController;
     }
-    Some(ev)
+    Some(())
 }
 
 /// Crate roots that mark a head as a tracing target (§1.6, rule 3a).
@@ -351,14 +349,14 @@ pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Op
 /// Proxies before stable-2.7: `WARN [  12.345678s] target message`, with
 /// optional `ctx={k=v …}` contexts before the target and level spellings
 /// `ERR!`, `DBUG`, `TRCE`.
-pub fn proxy_legacy(s: &str) -> Option<Event<'_>> {
+pub fn proxy_legacy<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let (lvl, rest) = s.split_once(' ')?;
     if lvl.len() != 4 {
         return None;
     }
     let level = Level::parse(lvl)?;
     let (up, _, rest) = uptime(rest.trim_start())?;
-    let mut ev = Event::new(Producer::ProxyLegacy, Cow::Borrowed(s));
+    ev.reset(Producer::ProxyLegacy, s);
     ev.level = Some(level);
     ev.uptime = Some(up);
     let mut rest = rest.trim_start();
@@ -379,12 +377,13 @@ pub fn proxy_legacy(s: &str) -> Option<Event<'_>> {
     }
     ev.target = Some(Cow::Borrowed(target));
     ev.message = Some(Cow::Borrowed(body)).filter(|m| !m.is_empty());
-    Some(ev)
+    Some(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::with;
 
     #[test]
     fn uptime_fraction_rules() {
@@ -393,25 +392,27 @@ mod tests {
         assert_eq!(d, 8);
         assert!((u - 12.012345678).abs() < 1e-9);
         assert!(uptime("[bogdan@admin scripts]$").is_none());
-        let ev =
-            proxy_plain("[     3.005000s]  INFO linkerd2_proxy: Admin interface on 127.0.0.1:4191")
-                .unwrap();
+        let ev = with(
+            proxy_plain,
+            "[     3.005000s]  INFO linkerd2_proxy: Admin interface on 127.0.0.1:4191",
+        )
+        .unwrap();
         assert!((ev.uptime.unwrap() - 3.000005).abs() < 1e-9);
     }
 
     #[test]
     fn span_context_vs_target() {
-        let ev = proxy_plain("[ 11992.915758s]  WARN ThreadId(01) inbound: linkerd_app_core::serve: Server failed to accept connection error=Transport endpoint is not connected (os error 107)").unwrap();
+        let ev = with(proxy_plain, "[ 11992.915758s]  WARN ThreadId(01) inbound: linkerd_app_core::serve: Server failed to accept connection error=Transport endpoint is not connected (os error 107)").unwrap();
         assert_eq!(ev.spans.len(), 1);
         assert_eq!(ev.target.as_deref(), Some("linkerd_app_core::serve"));
-        let ev = proxy_plain("[     0.030000s] ERROR ThreadId(01) linkerd2_proxy: Initialization: failed to bind 0.0.0.0:4143").unwrap();
+        let ev = with(proxy_plain, "[     0.030000s] ERROR ThreadId(01) linkerd2_proxy: Initialization: failed to bind 0.0.0.0:4143").unwrap();
         assert!(ev.spans.is_empty());
         assert_eq!(ev.message(), "Initialization: failed to bind 0.0.0.0:4143");
     }
 
     #[test]
     fn braces_quotes_and_colons_inside_spans() {
-        let ev = proxy_plain("[     2.000000s] DEBUG outbound:forward{peer.addr=10.1.2.3:8080 peer.id=Some(\"we}ird: name\")}: linkerd2_proxy_http::client: Building HTTP client").unwrap();
+        let ev = with(proxy_plain, "[     2.000000s] DEBUG outbound:forward{peer.addr=10.1.2.3:8080 peer.id=Some(\"we}ird: name\")}: linkerd2_proxy_http::client: Building HTTP client").unwrap();
         assert_eq!(ev.spans.len(), 2);
         assert_eq!(ev.spans[1].field("peer.id"), Some("Some(\"we}ird: name\")"));
         assert_eq!(ev.message(), "Building HTTP client");
@@ -419,11 +420,11 @@ mod tests {
 
     #[test]
     fn legacy_format() {
-        let ev = proxy_legacy("ERR! [589538.085822s] linkerd2_proxy::app::errors unexpected error: error trying to connect: No route to host (os error 113)").unwrap();
+        let ev = with(proxy_legacy, "ERR! [589538.085822s] linkerd2_proxy::app::errors unexpected error: error trying to connect: No route to host (os error 113)").unwrap();
         assert_eq!(ev.level, Some(Level::Error));
         assert_eq!(ev.target(), "linkerd2_proxy::app::errors");
         assert!(ev.message().starts_with("unexpected error"));
-        let ev = proxy_legacy("INFO [     5.000000s] proxy={server=out listen=127.0.0.1:4140 remote=10.1.1.1:34567} linkerd2_proxy::proxy::tcp forward").unwrap();
+        let ev = with(proxy_legacy, "INFO [     5.000000s] proxy={server=out listen=127.0.0.1:4140 remote=10.1.1.1:34567} linkerd2_proxy::proxy::tcp forward").unwrap();
         assert_eq!(ev.spans[0].field("remote"), Some("10.1.1.1:34567"));
         assert_eq!(ev.target(), "linkerd2_proxy::proxy::tcp");
     }
