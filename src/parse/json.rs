@@ -1,68 +1,162 @@
 //! JSON producers: the proxy's tracing JSON (both timestamp styles, keys in
 //! any order, dotted keys flat or nested), the policy controller's, logrus
 //! JSON and the JSON access log.
+//!
+//! Zero-copy: serde_json checks the syntax and hands back each member's
+//! value as raw text borrowed from the line; strings are borrowed unless
+//! they hold escapes, numbers and booleans are their JSON text. Only nested
+//! objects (a pipeline's re-nested dotted keys) and escaped strings allocate.
 
-use super::event::{Event, Fields, Level, Producer, Span, Str};
+use super::event::{Event, Level, Producer, Span, Str};
 use super::plain::uptime;
-use serde_json::{Map, Value};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use smallvec::SmallVec;
 use std::borrow::Cow;
+use std::fmt;
+
+/// An object's members in input order, values unparsed.
+struct Members<'a>(SmallVec<[(Str<'a>, &'a RawValue); 8]>);
+
+/// A JSON array's elements, unparsed.
+struct Elements<'a>(SmallVec<[&'a RawValue; 12]>);
+
+/// A key, borrowed unless it holds escapes.
+struct Key<'a>(Str<'a>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                let mut out = SmallVec::new();
+                while let Some(Key(k)) = m.next_key()? {
+                    out.push((k, m.next_value()?));
+                }
+                Ok(Members(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for Elements<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Elements<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
+                let mut out = SmallVec::new();
+                while let Some(e) = s.next_element()? {
+                    out.push(e);
+                }
+                Ok(Elements(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+fn members(raw: &RawValue) -> Option<Members<'_>> {
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// A scalar's text: a string's contents (decoded), or the JSON text of a
+/// number, boolean, null or array.
+fn scalar(raw: &RawValue) -> Str<'_> {
+    let t = raw.get();
+    match t.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner),
+        Some(_) => Cow::Owned(serde_json::from_str(t).unwrap_or_default()),
+        None => Cow::Borrowed(t),
+    }
+}
+
+fn get<'a>(m: &Members<'a>, key: &str) -> Option<&'a RawValue> {
+    m.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+}
 
 pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
-    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(s) else {
-        return None;
-    };
-    let has = |k: &str| obj.contains_key(k);
+    let obj: Members<'a> = serde_json::from_str(s).ok()?;
+    let has = |k: &str| get(&obj, k).is_some();
     if has("fields") || (has("target") && has("level")) {
-        tracing_json(s, obj, ev);
-        Some(())
+        tracing_json(s, &obj, ev);
     } else if has("level") && has("msg") {
-        logrus_json(s, obj, ev);
-        Some(())
+        ev.reset(Producer::LogrusJson, s);
+        flatten(None, &obj, &mut |k, v| match k.as_ref() {
+            "level" => ev.level = Level::parse(&v),
+            "msg" => ev.message = Some(v),
+            "time" => ev.timestamp = Some(v),
+            _ => ev.fields.push((k, v)),
+        });
     } else if has("method") && (has("client.addr") || has("client")) {
-        access_json(s, obj, ev);
-        Some(())
+        ev.reset(Producer::AccessJson, s);
+        flatten(None, &obj, &mut |k, v| {
+            if k == "timestamp" {
+                ev.timestamp = Some(v);
+            } else {
+                ev.fields.push((k, v));
+            }
+        });
     } else {
-        None
+        return None;
     }
+    Some(())
 }
 
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Flattens nested objects back to dotted keys (`{"client":{"addr":…}}` →
-/// `client.addr`), as log pipelines re-nest them.
-fn flatten<'a, const N: usize>(
-    prefix: &str,
-    obj: &Map<String, Value>,
-    out: &mut SmallVec<[(Str<'a>, Str<'a>); N]>,
-    skip: &[&str],
-) where
-    [(Str<'a>, Str<'a>); N]: smallvec::Array<Item = (Str<'a>, Str<'a>)>,
-{
-    for (k, v) in obj {
-        if prefix.is_empty() && skip.contains(&k.as_str()) {
-            continue;
-        }
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
+/// Hands each member to `out` with nested objects flattened back to dotted
+/// keys (`{"client":{"addr":…}}` → `client.addr`), as log pipelines re-nest
+/// them.
+fn flatten<'a>(prefix: Option<&str>, obj: &Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
+    for (k, v) in &obj.0 {
+        let key = match prefix {
+            None => k.clone(),
+            Some(p) => Cow::Owned(format!("{p}.{k}")),
         };
-        match v {
-            Value::Object(inner) => flatten(&key, inner, out, skip),
-            other => out.push((Cow::Owned(key), Cow::Owned(scalar(other)))),
+        match Some(v)
+            .filter(|v| v.get().starts_with('{'))
+            .and_then(|v| members(v))
+        {
+            Some(inner) => flatten(Some(&key), &inner, out),
+            None => out(key, scalar(v)),
         }
     }
 }
 
-fn tracing_json<'a>(s: &'a str, mut obj: Map<String, Value>, ev: &mut Event<'a>) {
-    let target = obj.get("target").map(scalar);
-    let is_policy = !obj.contains_key("threadId")
+/// `ThreadId(1)` → `1`.
+fn thread_number(t: &str) -> &str {
+    t.trim_start_matches("ThreadId(").trim_end_matches(')')
+}
+
+fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
+    let target = get(obj, "target").map(scalar);
+    let is_policy = get(obj, "threadId").is_none()
         && target
             .as_deref()
             .is_some_and(|t| t.starts_with("linkerd_policy") || t.starts_with("kubert"));
@@ -72,71 +166,44 @@ fn tracing_json<'a>(s: &'a str, mut obj: Map<String, Value>, ev: &mut Event<'a>)
         Producer::ProxyJson
     };
     ev.reset(producer, s);
-    ev.target = target.map(Cow::Owned);
-    ev.level = obj
-        .get("level")
-        .and_then(Value::as_str)
-        .and_then(Level::parse);
-    if let Some(ts) = obj.get("timestamp").and_then(Value::as_str) {
-        match uptime(ts) {
+    ev.target = target;
+    ev.level = get(obj, "level").map(scalar).and_then(|l| Level::parse(&l));
+    if let Some(ts) = get(obj, "timestamp").map(scalar) {
+        match uptime(&ts) {
             Some((u, _, _)) => ev.uptime = Some(u),
             None if ts.trim_matches('.').is_empty() => {}
-            None => ev.timestamp = Some(Cow::Owned(ts.to_string())),
+            None => ev.timestamp = Some(ts),
         }
     }
-    if let Some(t) = obj.get("threadId").and_then(Value::as_str) {
-        let id = t.trim_start_matches("ThreadId(").trim_end_matches(')');
-        ev.thread = Some(Cow::Owned(id.to_string()));
+    if let Some(t) = get(obj, "threadId").map(scalar) {
+        ev.thread = Some(match t {
+            Cow::Borrowed(t) => Cow::Borrowed(thread_number(t)),
+            Cow::Owned(t) => Cow::Owned(thread_number(&t).to_string()),
+        });
     }
-    if let Some(Value::Object(fields)) = obj.remove("fields") {
-        let mut f: Fields = SmallVec::new();
-        flatten("", &fields, &mut f, &[]);
-        for (k, v) in f {
+    if let Some(fields) = get(obj, "fields").and_then(members) {
+        flatten(None, &fields, &mut |k, v| {
             if k == "message" {
                 ev.message = Some(v);
             } else if !k.starts_with("log.") {
                 ev.fields.push((k, v));
             }
-        }
+        });
     }
-    if let Some(Value::Array(spans)) = obj.get("spans") {
-        for sp in spans {
-            if let Value::Object(o) = sp {
-                let mut span = Span {
-                    name: Cow::Owned(o.get("name").map(scalar).unwrap_or_default()),
-                    fields: SmallVec::new(),
-                };
-                flatten("", o, &mut span.fields, &["name"]);
-                ev.spans.push(span);
+    // `span` (v2.124.2) repeats the last of `spans`: not read.
+    let spans = get(obj, "spans").and_then(|r| serde_json::from_str::<Elements>(r.get()).ok());
+    for sp in spans.iter().flat_map(|e| &e.0) {
+        let Some(o) = members(sp) else { continue };
+        let mut span = Span {
+            name: get(&o, "name").map(scalar).unwrap_or_default(),
+            fields: SmallVec::new(),
+        };
+        flatten(None, &o, &mut |k, v| {
+            if k != "name" {
+                span.fields.push((k, v));
             }
-        }
-    }
-}
-
-fn logrus_json<'a>(s: &'a str, obj: Map<String, Value>, ev: &mut Event<'a>) {
-    ev.reset(Producer::LogrusJson, s);
-    let mut rest: Fields = SmallVec::new();
-    flatten("", &obj, &mut rest, &[]);
-    for (k, v) in rest {
-        match k.as_ref() {
-            "level" => ev.level = Level::parse(&v),
-            "msg" => ev.message = Some(v),
-            "time" => ev.timestamp = Some(v),
-            _ => ev.fields.push((k, v)),
-        }
-    }
-}
-
-fn access_json<'a>(s: &'a str, obj: Map<String, Value>, ev: &mut Event<'a>) {
-    ev.reset(Producer::AccessJson, s);
-    let mut f: Fields = SmallVec::new();
-    flatten("", &obj, &mut f, &[]);
-    for (k, v) in f {
-        if k == "timestamp" {
-            ev.timestamp = Some(v);
-        } else {
-            ev.fields.push((k, v));
-        }
+        });
+        ev.spans.push(span);
     }
 }
 
