@@ -283,7 +283,7 @@ fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out)
     // JSON is about three times the input: smaller blocks keep memory flat,
     // and the output buffers are recycled rather than freed and allocated
     // again (malloc would keep growing its heap for them).
-    let mut opts = pipeline::Options::per_thread(1 << 20);
+    let mut opts = pipeline::Options::blocks_of(1 << 20);
     opts.progress = !out.quiet;
     let pool: std::cell::RefCell<Vec<Vec<u8>>> = Default::default();
     pipeline::run(
@@ -293,7 +293,7 @@ fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out)
             buf: pool
                 .borrow_mut()
                 .pop()
-                .unwrap_or_else(|| Vec::with_capacity(opts.chunk_size() * 3)),
+                .unwrap_or_else(|| Vec::with_capacity(opts.block_size * 3)),
             level,
             only,
         },

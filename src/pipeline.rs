@@ -1,7 +1,8 @@
 //! bytes → lines → records, in parallel chunks, in input order.
 //!
-//! Each chunk gets a fresh accumulator; accumulators are handed to the
-//! consumer in input order, so results do not depend on the thread count.
+//! Each block gets a fresh accumulator; accumulators are handed to the
+//! consumer in input order, and blocks are cut where the input alone says,
+//! so results do not depend on the thread count.
 
 use crate::input::{self, wrap::normalize, Source};
 use crate::parse::{Record, Tokenizer};
@@ -16,7 +17,7 @@ pub trait Accumulator: Send {
 }
 
 pub struct Options {
-    /// Bytes read per block; each block is split across the threads.
+    /// Bytes of input in one block; one block per thread is in flight.
     pub block_size: usize,
     pub threads: usize,
     /// Draw a progress line on stderr for long runs (on a terminal).
@@ -25,26 +26,20 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options::per_thread(4 << 20)
+        Options::blocks_of(4 << 20)
     }
 }
 
 impl Options {
-    /// Blocks of `bytes` per worker thread. Commands whose per-chunk result
-    /// is larger than the chunk itself (`parse` renders JSON) take smaller
-    /// blocks, so memory stays flat.
-    pub fn per_thread(bytes: usize) -> Options {
-        let threads = rayon::current_num_threads();
+    /// Blocks of `bytes`. Commands whose per-block result is larger than
+    /// the block itself (`parse` renders JSON) take smaller blocks, so
+    /// memory stays flat.
+    pub fn blocks_of(bytes: usize) -> Options {
         Options {
-            block_size: bytes * threads,
-            threads,
+            block_size: bytes,
+            threads: rayon::current_num_threads(),
             progress: true,
         }
-    }
-
-    /// Bytes of input in one chunk, about.
-    pub fn chunk_size(&self) -> usize {
-        self.block_size / self.threads.max(1)
     }
 }
 
@@ -61,8 +56,8 @@ pub fn process_chunk<A: Accumulator>(source: &str, chunk: &[u8], first_line: u64
     acc
 }
 
-/// Runs every source through `make`-d accumulators, feeding them in input
-/// order to `consume` (which may write output, or merge).
+/// Runs every source through `make`-d accumulators, one per block, feeding
+/// them in input order to `consume` (which may write output, or merge).
 pub fn run<A, M, C>(sources: &mut [Source], opts: &Options, make: M, mut consume: C) -> Result<()>
 where
     A: Accumulator,
@@ -71,33 +66,48 @@ where
 {
     let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
     let mut progress = Progress::new(total, opts.progress);
+    let mut spare: Vec<Vec<u8>> = Vec::new();
     for src in sources.iter_mut() {
         let name = src.name.clone();
-        input::for_each_block(src, opts.block_size, |block, first| {
-            progress.advance(block.len() as u64);
-            let chunks = input::split_chunks(block, first, opts.threads);
+        let mut blocks = input::Blocks::new(src, opts.block_size);
+        loop {
+            let mut batch: Vec<(Vec<u8>, u64)> = Vec::with_capacity(opts.threads);
+            while batch.len() < opts.threads.max(1) {
+                let mut buf = spare.pop().unwrap_or_default();
+                match blocks.next_into(&mut buf)? {
+                    Some(first) => batch.push((buf, first)),
+                    None => {
+                        spare.push(buf);
+                        break;
+                    }
+                }
+            }
+            if batch.is_empty() {
+                break;
+            }
+            progress.advance(batch.iter().map(|(b, _)| b.len() as u64).sum());
             // Accumulators are made (and, after `consume`, dropped) on this
             // thread: their buffers then come from and return to one malloc
             // arena instead of piling up in each worker's.
-            let fresh: Vec<A> = chunks.iter().map(|_| make()).collect();
-            let accs: Vec<A> = if chunks.len() == 1 {
-                let (c, l) = chunks[0];
+            let fresh: Vec<A> = batch.iter().map(|_| make()).collect();
+            let accs: Vec<A> = if batch.len() == 1 {
+                let (b, first) = &batch[0];
                 fresh
                     .into_iter()
-                    .map(|a| process_chunk(&name, c, l, a))
+                    .map(|a| process_chunk(&name, b, *first, a))
                     .collect()
             } else {
-                chunks
-                    .into_par_iter()
+                batch
+                    .par_iter()
                     .zip(fresh)
-                    .map(|((c, l), a)| process_chunk(&name, c, l, a))
+                    .map(|((b, first), a)| process_chunk(&name, b, *first, a))
                     .collect()
             };
             for a in accs {
                 consume(&name, a)?;
             }
-            Ok(())
-        })?;
+            spare.extend(batch.into_iter().map(|(b, _)| b));
+        }
     }
     Ok(())
 }

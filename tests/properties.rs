@@ -7,7 +7,7 @@
 //! (c) cutting a block into chunks (as the parallel pipeline does) does not
 //!     change the records.
 
-use lpa::input::{count_lines, split_chunks};
+use lpa::input::{count_lines, Blocks, Source};
 use lpa::parse::Record;
 use lpa::pipeline::{process_chunk, Accumulator};
 use proptest::prelude::*;
@@ -68,11 +68,18 @@ fn run(input: &[u8]) -> Vec<Rec> {
     process_chunk("prop", input, 1, Acc::default()).0
 }
 
-fn run_chunked(input: &[u8], n: usize) -> Vec<Rec> {
-    split_chunks(input, 1, n)
-        .into_iter()
-        .flat_map(|(chunk, first)| process_chunk("prop", chunk, first, Acc::default()).0)
-        .collect()
+/// The input cut by `Blocks` into blocks of about `size` bytes, each block
+/// tokenized on its own (as the pipeline does), and the blocks' first lines.
+fn run_blocks(input: &[u8], size: usize) -> (Vec<Rec>, Vec<u64>) {
+    let mut src = Source::from_reader("prop", std::io::Cursor::new(input.to_vec()));
+    let mut blocks = Blocks::new(&mut src, size);
+    let mut buf = Vec::new();
+    let (mut recs, mut firsts) = (Vec::new(), Vec::new());
+    while let Some(first) = blocks.next_into(&mut buf).unwrap() {
+        recs.extend(process_chunk("prop", &buf, first, Acc::default()).0);
+        firsts.push(first);
+    }
+    (recs, firsts)
 }
 
 /// The records' ranges tile 1..=N.
@@ -221,7 +228,7 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
 
-    /// (a) Very long lines (past the 64 KiB chunk size) never panic.
+    /// (a) Very long lines (longer than a block) never panic.
     #[test]
     fn very_long_lines_never_panic(
         head in prop::sample::select(SAMPLES),
@@ -235,31 +242,31 @@ proptest! {
         input.extend(tail);
         let recs = run(&input);
         assert_covers(&input, &recs)?;
-        prop_assert_eq!(run_chunked(&input, 4), recs);
+        // A block reads on past a line that starts no record for up to four
+        // blocks' worth: a record that long may be cut, so blocks here are
+        // larger than a quarter of the input.
+        prop_assert_eq!(run_blocks(&input, input.len() / 3).0, recs);
     }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
-    /// (c) One chunk, one piece per `split_chunks(…, 1)` and four pieces give
-    /// the same records. Inputs exceed the 96 KiB below which a block is
-    /// never cut.
+    /// (c) One block and blocks of a quarter of the input give the same
+    /// records.
     #[test]
     fn chunking_does_not_change_results(input in log(1500..3000)) {
         let whole = run(&input);
         assert_covers(&input, &whole)?;
-        let one = run_chunked(&input, 1);
-        prop_assert!(one == whole, "split_chunks(_, 1) differs from one chunk");
-        let pieces = split_chunks(&input, 1, 4);
-        prop_assert!(pieces.len() >= 2, "input of {} bytes was not cut", input.len());
-        let four = run_chunked(&input, 4);
+        let (one, _) = run_blocks(&input, input.len() + 1);
+        prop_assert!(one == whole, "one block differs from process_chunk on the input");
+        let (four, cuts) = run_blocks(&input, input.len() / 4);
+        prop_assert!(cuts.len() >= 2, "input of {} bytes was not cut", input.len());
         if four != whole {
             let at = four.iter().zip(&whole).position(|(a, b)| a != b).unwrap_or(0);
-            let cuts: Vec<u64> = pieces.iter().map(|p| p.1).collect();
             prop_assert!(
                 false,
-                "4 chunks (starting at lines {:?}) differ from 1 at record {}: {:?} vs {:?}",
+                "blocks (starting at lines {:?}) differ from one at record {}: {:?} vs {:?}",
                 cuts, at, four.get(at), whole.get(at)
             );
         }
@@ -276,15 +283,18 @@ fn chunk_cut_never_splits_a_panic() {
     while input.len() < 70_000 {
         input.push_str(filler);
     }
-    // The nominal cut falls at or just before `panic:`, which is not an
-    // anchor; the next line, `[signal …]`, looks like one.
+    // `panic:` is not an anchor; the next line, `[signal …]`, looks like
+    // one but is not either.
     input.push_str(panic);
     while input.len() < 140_000 {
         input.push_str(filler);
     }
     let whole = run(input.as_bytes());
-    assert_eq!(split_chunks(input.as_bytes(), 1, 2).len(), 2);
-    assert_eq!(run_chunked(input.as_bytes(), 2), whole);
+    // A block read up to the `goroutine` line ends inside the panic.
+    let size = input.find("goroutine").unwrap();
+    let (two, cuts) = run_blocks(input.as_bytes(), size);
+    assert_eq!(cuts.len(), 2);
+    assert_eq!(two, whole);
 }
 
 /// Inputs the properties found panicking, kept as fixed cases.

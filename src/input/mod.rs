@@ -1,9 +1,9 @@
 //! Reading inputs: files, directories, gzip, stdin; splitting them into
 //! newline-aligned blocks and the blocks into lines with memchr.
 //!
-//! Memory stays flat: input is read in bounded blocks, each block is cut into
-//! chunks that are tokenized in parallel, and only the per-chunk results
-//! (accumulators, rendered output) outlive the block.
+//! Memory stays flat: input is read in bounded blocks, a few blocks (one per
+//! thread) are tokenized in parallel, and only the per-block results
+//! (accumulators, rendered output) outlive them.
 
 pub mod wrap;
 
@@ -163,103 +163,93 @@ pub fn count_lines(block: &[u8]) -> u64 {
     n + u64::from(!block.is_empty() && !block.ends_with(b"\n"))
 }
 
-/// Cuts `block` (whole lines) into about `n` pieces at lines where a chunk
-/// may start, returning the pieces with their first line numbers.
-pub fn split_chunks(block: &[u8], first_line: u64, n: usize) -> Vec<(&[u8], u64)> {
-    let target = (block.len() / n.max(1)).max(1 << 16);
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut line_no = first_line;
-    while start < block.len() {
-        let mut cut = block.len();
-        if block.len() - start > target + target / 2 {
-            // Move forward from the nominal cut to a line that anchors a chunk.
-            let mut p = start + target;
-            p = memchr(b'\n', &block[p..]).map_or(block.len(), |i| p + i + 1);
-            let limit = (p + (1 << 20)).min(block.len());
-            while p < limit {
-                let end = memchr(b'\n', &block[p..]).map_or(block.len(), |i| p + i);
-                if crate::parse::is_chunk_anchor(&block[p..end]) {
-                    cut = p;
-                    break;
-                }
-                p = end + 1;
-            }
-        }
-        let piece = &block[start..cut];
-        out.push((piece, line_no));
-        line_no += count_lines(piece);
-        start = cut;
-    }
-    out
+/// A source cut into blocks of whole lines of about `size` bytes, never
+/// inside a multi-line record. Where a block ends depends on the input and
+/// `size` alone, never on the thread count, so neither do results.
+pub struct Blocks<'s> {
+    src: &'s mut Source,
+    size: usize,
+    /// The lines read past the last cut, which start the next block.
+    carry: Vec<u8>,
+    line_no: u64,
+    eof: bool,
 }
 
-/// Reads `src` in blocks of whole lines of about `block_size` bytes, calling
-/// `f(block, first_line_number)`. A line longer than the block grows it.
-pub fn for_each_block(
-    src: &mut Source,
-    block_size: usize,
-    mut f: impl FnMut(&[u8], u64) -> Result<()>,
-) -> Result<()> {
-    let mut buf: Vec<u8> = Vec::with_capacity(block_size);
-    let mut line_no = 1u64;
-    let mut eof = false;
-    while !eof {
-        // Fill up to block_size (or more, while no newline has been seen).
-        while buf.len() < block_size || (memrchr(b'\n', &buf).is_none() && !buf.is_empty()) {
+impl<'s> Blocks<'s> {
+    pub fn new(src: &'s mut Source, size: usize) -> Self {
+        Blocks {
+            src,
+            size: size.max(1),
+            carry: Vec::new(),
+            line_no: 1,
+            eof: false,
+        }
+    }
+
+    /// Fills `buf` with the next block and returns the number of its first
+    /// line; `None` at the end. A line longer than `size` grows the block.
+    pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>> {
+        buf.clear();
+        buf.append(&mut self.carry);
+        let mut want = self.size;
+        let cut = loop {
+            self.fill(buf, want)?;
+            if self.eof {
+                break buf.len();
+            }
+            match anchored_cut(buf) {
+                Some(cut) => break cut,
+                // No line here starts a record, so one may still be running
+                // (a panic's trace): read on, up to a few blocks.
+                None if buf.len() < 4 * self.size => want = buf.len() + self.size,
+                None => break memrchr(b'\n', buf).map_or(buf.len(), |i| i + 1),
+            }
+        };
+        self.carry.extend_from_slice(&buf[cut..]);
+        buf.truncate(cut);
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        let first = self.line_no;
+        self.line_no += count_lines(buf);
+        Ok(Some(first))
+    }
+
+    /// Reads until `buf` holds `want` bytes and a newline, or the end.
+    fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
+        while !self.eof && (buf.len() < want || memrchr(b'\n', buf).is_none()) {
             let old = buf.len();
-            let want = block_size.max(old + (1 << 16));
+            let limit = want.max(old + (1 << 16)) - old;
             // read_to_end on a bounded reader appends without zero-filling.
             let n = loop {
-                match (&mut src.reader)
-                    .take((want - old) as u64)
-                    .read_to_end(&mut buf)
-                {
+                match (&mut self.src.reader).take(limit as u64).read_to_end(buf) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(anyhow::anyhow!("cannot read '{}': {e}", src.name)),
+                    Err(e) => return Err(anyhow::anyhow!("cannot read '{}': {e}", self.src.name)),
                 }
             };
-            if n == 0 {
-                eof = true;
-                break;
-            }
+            self.eof = n == 0;
         }
-        let cut = if eof { buf.len() } else { anchored_cut(&buf) };
-        if cut > 0 {
-            f(&buf[..cut], line_no)?;
-            line_no += count_lines(&buf[..cut]);
-        }
-        buf.drain(..cut);
+        Ok(())
     }
-    Ok(())
 }
 
-/// The end of the last whole line, moved back to the start of a line that
-/// anchors a record, so a multi-line record is never split across blocks.
-fn anchored_cut(buf: &[u8]) -> usize {
-    let Some(last_nl) = memrchr(b'\n', buf) else {
-        return buf.len();
-    };
-    let mut end = last_nl + 1;
-    let floor = end.saturating_sub(1 << 16);
-    let mut p = last_nl;
-    while p > floor {
-        let start = memrchr(b'\n', &buf[..p]).map_or(0, |i| i + 1);
-        if crate::parse::is_chunk_anchor(&buf[start..p]) {
-            end = start;
-            break;
-        }
+/// The start of the last whole line of `buf` that a record may start at
+/// (`parse::is_chunk_anchor`), so no multi-line record is split across
+/// blocks; `None` when no line but the first is one.
+fn anchored_cut(buf: &[u8]) -> Option<usize> {
+    let mut end = memrchr(b'\n', buf)?;
+    while end > 0 {
+        let start = memrchr(b'\n', &buf[..end]).map_or(0, |i| i + 1);
         if start == 0 {
-            break;
+            return None;
         }
-        p = start - 1;
+        if crate::parse::is_chunk_anchor(&buf[start..end]) {
+            return Some(start);
+        }
+        end = start - 1;
     }
-    if end == 0 {
-        last_nl + 1
-    } else {
-        end
-    }
+    None
 }
 
 #[cfg(test)]
@@ -275,16 +265,16 @@ mod tests {
         data.extend_from_slice(&vec![b'a'; 200_000]);
         data.extend_from_slice(b"\nlast");
         let mut src = Source::from_reader("t", io::Cursor::new(data.clone()));
+        let mut blocks = Blocks::new(&mut src, 4096);
+        let mut buf = Vec::new();
         let mut seen = 0u64;
-        for_each_block(&mut src, 4096, |b, first| {
+        let mut longest = 0;
+        while let Some(first) = blocks.next_into(&mut buf).unwrap() {
             assert_eq!(first, seen + 1);
-            for (i, piece) in split_chunks(b, first, 3).iter().enumerate() {
-                let _ = i;
-                seen += count_lines(piece.0);
-            }
-            Ok(())
-        })
-        .unwrap();
+            seen += count_lines(&buf);
+            longest = longest.max(buf.len());
+        }
+        assert!(longest > 200_000);
         assert_eq!(seen, 1002);
     }
 }
