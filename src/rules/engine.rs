@@ -4,6 +4,7 @@
 //! (`sz=0`, then `identity required`); at the end, symptoms fold under the
 //! causes that explain them and findings are ranked.
 
+use super::conns::{ConnCtx, Missing, Recent};
 use super::{KnowledgeBase, Role, Rule, Severity, Subject, TagKey};
 use crate::parse::typed::EraCue;
 use crate::parse::typed::{host_of, EraVote};
@@ -22,8 +23,9 @@ const MAX_VALUES: usize = 64;
 const MAX_CLIENTS: usize = 4096;
 /// Groups (findings) per rule before the rest share one.
 const MAX_GROUPS: usize = 256;
-/// Connections remembered for tags.
-const MAX_CONNS: usize = 16384;
+/// Matches per chunk waiting for an earlier chunk's tags or connection
+/// context; past this, a match is decided with what its chunk knows.
+const MAX_PENDING: usize = 4096;
 /// Proxy lines per chunk scanned for era cues, beside every warning and error.
 const ERA_SAMPLE: u32 = 2000;
 
@@ -123,7 +125,7 @@ impl Engine {
     /// State for a whole input read in order (follow mode, tickets).
     pub fn whole_state(&self) -> State<'_> {
         State {
-            defer_tags: false,
+            defer: false,
             ..self.state()
         }
     }
@@ -133,11 +135,11 @@ impl Engine {
         State {
             engine: self,
             groups: HashMap::new(),
-            tags: HashMap::new(),
+            tags: Recent::default(),
             pending: Vec::new(),
-            conns: HashMap::new(),
+            conns: Recent::default(),
             stats: Stats::default(),
-            defer_tags: true,
+            defer: true,
             candidates: Vec::new(),
             era_sampler: EraSampler::default(),
         }
@@ -238,40 +240,34 @@ impl Seen {
 #[derive(Debug, Clone, Default)]
 struct Acc {
     count: u64,
+    /// The earliest lines, in input order.
     evidence: Vec<Evidence>,
     first: Seen,
     last: Seen,
-    last_line: u64,
+    /// Where `first` and `last` were seen: (source, line).
+    first_at: (String, u64),
+    last_at: (String, u64),
     subjects: BTreeMap<Subject, Values>,
     workload: Values,
     clients: std::collections::BTreeSet<String>,
 }
 
 impl Acc {
+    /// Adds other matches: a later chunk's, a match that waited for an
+    /// earlier chunk (so it may come before some of this one's), or another
+    /// rule's with the same verdict. Lines are ordered by (source, line)
+    /// whatever the order of merging, so results do not depend on it.
     fn merge(&mut self, o: Acc) {
-        if self.count == 0 {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 || o.first_at < self.first_at {
             self.first = o.first;
+            self.first_at = o.first_at;
         }
-        if o.count > 0 {
+        if self.count == 0 || o.last_at > self.last_at {
             self.last = o.last;
-            self.last_line = o.last_line;
-        }
-        self.count += o.count;
-        let room = MAX_EVIDENCE.saturating_sub(self.evidence.len());
-        self.evidence.extend(o.evidence.into_iter().take(room));
-        self.merge_subjects(o.subjects, o.workload, o.clients);
-    }
-
-    /// Adds another rule's matches for the same diagnosis and subject:
-    /// evidence is interleaved by line, the earliest first.
-    fn absorb(&mut self, o: Acc) {
-        let first_line = |a: &Acc| a.evidence.first().map(|e| e.line);
-        if first_line(&o) < first_line(self) {
-            self.first = o.first;
-        }
-        if o.last_line > self.last_line {
-            self.last = o.last;
-            self.last_line = o.last_line;
+            self.last_at = o.last_at;
         }
         self.count += o.count;
         self.evidence.extend(o.evidence);
@@ -304,10 +300,14 @@ impl Acc {
 
 /// A match that needs the connection's tags from before its chunk.
 #[derive(Debug, Clone)]
+/// A match whose verdict waits for what came before its chunk.
 struct Pending {
     rule: usize,
-    conn: String,
-    group: String,
+    /// The connection whose tags decide it (the rule's tag key).
+    tags_of: Option<String>,
+    /// The connection whose earlier lines may name what the event did not.
+    ctx_of: Option<String>,
+    missing: Missing,
     acc: Acc,
 }
 
@@ -345,16 +345,17 @@ impl Stats {
 pub struct State<'e> {
     engine: &'e Engine,
     groups: HashMap<(usize, String), Acc>,
-    tags: HashMap<String, u32>,
+    tags: Recent<u32>,
     pending: Vec<Pending>,
     /// The destination and endpoint last seen on each connection, for
     /// matches whose own line does not name them (2.7-era error lines).
-    conns: HashMap<String, ConnCtx>,
+    conns: Recent<ConnCtx>,
     pub stats: Stats,
-    /// A chunk of a larger input defers tag decisions for connections it has
-    /// not seen to the merge; a state that reads the whole input decides at
-    /// once (so follow mode keeps nothing pending).
-    defer_tags: bool,
+    /// A chunk of a larger input defers matches on connections it has not
+    /// seen (their tags or context may be in an earlier chunk) to the merge;
+    /// a state that reads the whole input decides at once (so follow mode
+    /// keeps nothing pending).
+    defer: bool,
     candidates: Vec<usize>,
     era_sampler: EraSampler,
 }
@@ -395,13 +396,6 @@ impl EraSampler {
     }
 }
 
-#[derive(Debug, Default, Clone)]
-struct ConnCtx {
-    dst: Option<String>,
-    peer: Option<String>,
-    port: Option<u16>,
-}
-
 fn level_index(l: Level) -> usize {
     Level::ALL.iter().position(|x| *x == l).unwrap_or(2)
 }
@@ -410,21 +404,40 @@ impl<'e> State<'e> {
     /// Folds a later chunk's state into this one (input order).
     pub fn merge(&mut self, later: State<'e>) {
         for p in later.pending {
-            let have = self.tags.get(&p.conn).copied().unwrap_or(0);
-            if self.tag_condition(p.rule, have) {
-                self.add_acc(p.rule, p.group, p.acc);
-            }
+            self.resolve(p, true);
         }
         for (k, a) in later.groups {
             self.add_acc(k.0, k.1, a);
         }
-        for (c, t) in later.tags {
-            if self.tags.len() >= MAX_CONNS {
-                self.tags.clear();
-            }
-            *self.tags.entry(c).or_insert(0) |= t;
-        }
+        self.tags.absorb(later.tags, |t, l| *t |= l);
+        self.conns.absorb(later.conns, ConnCtx::absorb);
         self.stats.merge(&later.stats);
+    }
+
+    /// Decides a pending match with what this state, all of the input
+    /// before the match's chunk, knows (`earlier`), or with nothing.
+    fn resolve(&mut self, p: Pending, earlier: bool) {
+        let mut acc = p.acc;
+        if let Some(t) = &p.tags_of {
+            let have = if earlier {
+                self.tags.get(t).copied()
+            } else {
+                None
+            };
+            if !self.tag_condition(p.rule, have.unwrap_or(0)) {
+                return;
+            }
+        }
+        if let Some(ctx) = p
+            .ctx_of
+            .as_deref()
+            .and_then(|c| self.conns.get(c))
+            .filter(|_| earlier)
+        {
+            add_context(&mut acc, ctx, p.missing);
+        }
+        let group = group_of(&self.engine.rules[p.rule], &acc);
+        self.add_acc(p.rule, group, acc);
     }
 
     fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
@@ -455,6 +468,10 @@ impl<'e> State<'e> {
         }
         self.era_sampler
             .observe(self.engine, ev, &mut self.stats.era);
+        // A connection this chunk has not seen may have its context in an
+        // earlier chunk.
+        let new_conn =
+            self.defer && tag_key(TagKey::Client, ev).is_some_and(|c| self.conns.get(c).is_none());
         self.remember_conn(ev);
         let owned;
         let full: &str = if matches!(
@@ -474,7 +491,7 @@ impl<'e> State<'e> {
         } else {
             ev.body
         };
-        self.match_text(source, body, full, Some(ev), ev.line);
+        self.match_text(source, body, full, Some(ev), ev.line, new_conn);
     }
 
     fn remember_conn(&mut self, ev: &Event<'_>) {
@@ -495,19 +512,13 @@ impl<'e> State<'e> {
         if same {
             return;
         }
-        if self.conns.len() >= MAX_CONNS && !self.conns.contains_key(c) {
-            self.conns.clear();
-        }
-        let e = self.conns.entry(c.to_string()).or_default();
-        if let Some(d) = dst {
-            e.dst = Some(d.into_owned());
-        }
-        if let Some(p) = peer {
-            e.peer = Some(p.to_string());
-        }
-        if port.is_some() {
-            e.port = port;
-        }
+        self.conns.update(c, |e| {
+            e.absorb(ConnCtx {
+                dst: dst.map(|d| d.into_owned()),
+                peer: peer.map(str::to_string),
+                port,
+            })
+        });
     }
 
     /// Matches the rules whose literals occur in `body` against the event
@@ -519,6 +530,7 @@ impl<'e> State<'e> {
         hay: &str,
         ev: Option<&Event<'_>>,
         line: u64,
+        new_conn: bool,
     ) {
         let engine = self.engine;
         // Most lines match no literal: a plain search settles that fast.
@@ -549,50 +561,35 @@ impl<'e> State<'e> {
             let conn = ev.and_then(|e| tag_key(r.tag_key, e));
             if let (Some(tag), Some(c)) = (&r.tag, conn) {
                 let bit = engine.tag_bits[tag];
-                if self.tags.len() >= MAX_CONNS && !self.tags.contains_key(c) {
-                    self.tags.clear();
-                }
-                *self.tags.entry(c.to_string()).or_insert(0) |= bit;
+                self.tags.update(c, |t| *t |= bit);
             }
             if r.id.is_none() {
                 continue;
             }
-            let ctx = ev
-                .and_then(|e| tag_key(TagKey::Client, e))
-                .and_then(|c| self.conns.get(c));
-            let acc = hit(source, hay, ev, line, caps, ctx);
-            let group = r
-                .group_by
-                .and_then(|g| {
-                    acc.subjects
-                        .get(&g)
-                        .and_then(|v| v.ranked().into_iter().next())
-                })
-                .unwrap_or_default();
+            let client = ev.and_then(|e| tag_key(TagKey::Client, e));
+            let missing = ev.map(Missing::of).unwrap_or_default();
+            let mut acc = hit(source, hay, ev, line, caps);
+            if let Some(ctx) = client.and_then(|c| self.conns.get(c)) {
+                add_context(&mut acc, ctx, missing);
+            }
             let needs_tags = !r.requires_tag.is_empty() || !r.forbids_tag.is_empty();
-            if needs_tags {
-                match conn.and_then(|c| self.tags.get(c).copied().map(|t| (c, t))) {
-                    Some((_, have)) => {
-                        if self.tag_condition(ri, have) {
-                            self.add_acc(ri, group, acc);
-                        }
-                    }
-                    None => match conn.filter(|_| self.defer_tags) {
-                        // Tags may sit in an earlier chunk: decide at merge.
-                        Some(c) => self.pending.push(Pending {
-                            rule: ri,
-                            conn: c.to_string(),
-                            group,
-                            acc,
-                        }),
-                        None => {
-                            if self.tag_condition(ri, 0) {
-                                self.add_acc(ri, group, acc);
-                            }
-                        }
-                    },
+            let tags = conn.and_then(|c| self.tags.get(c).copied());
+            // Tags or context may sit in an earlier chunk: decide at merge.
+            let tags_of = conn.filter(|_| needs_tags && tags.is_none() && self.defer);
+            let ctx_of = client.filter(|_| new_conn && missing.any());
+            if (tags_of.is_some() || ctx_of.is_some()) && self.pending.len() < MAX_PENDING {
+                if tags_of.is_none() && needs_tags && !self.tag_condition(ri, tags.unwrap_or(0)) {
+                    continue;
                 }
-            } else {
+                self.pending.push(Pending {
+                    rule: ri,
+                    tags_of: tags_of.map(str::to_string),
+                    ctx_of: ctx_of.map(str::to_string),
+                    missing,
+                    acc,
+                });
+            } else if !needs_tags || self.tag_condition(ri, tags.unwrap_or(0)) {
+                let group = group_of(r, &acc);
                 self.add_acc(ri, group, acc);
             }
         }
@@ -698,9 +695,7 @@ impl<'e> State<'e> {
         // Matches still waiting for tags from before their chunk: nothing
         // came before this state, so their connections carry no tag.
         for p in std::mem::take(&mut self.pending) {
-            if self.tag_condition(p.rule, 0) {
-                self.add_acc(p.rule, p.group, p.acc);
-            }
+            self.resolve(p, false);
         }
         if let Some(e) = era_override {
             self.stats.era.add_stated(e);
@@ -726,7 +721,7 @@ impl<'e> State<'e> {
                     if !rules.contains(&ri) {
                         rules.push(ri);
                     }
-                    a.absorb(acc);
+                    a.merge(acc);
                 }
                 None => {
                     merged.insert(key, (vec![ri], acc));
@@ -754,7 +749,7 @@ impl Accumulator for State<'_> {
                 self.stats.unparsed += 1;
                 self.stats.lines += 1;
                 if !text.is_empty() {
-                    self.match_text(source, text, text, None, *line);
+                    self.match_text(source, text, text, None, *line, false);
                 }
             }
         }
@@ -793,17 +788,51 @@ fn haystack(ev: &Event<'_>) -> String {
     s
 }
 
+/// Subjects are names: masked (`:42340`) or placeholder (`<dst>`) values
+/// name nothing.
+fn add_subject(acc: &mut Acc, s: Subject, v: &str) {
+    if !v.is_empty() && !v.starts_with(':') && !v.starts_with('<') {
+        acc.subjects.entry(s).or_default().add(v, acc.count);
+    }
+}
+
+/// Adds what a connection's earlier lines named and the event did not.
+fn add_context(acc: &mut Acc, ctx: &ConnCtx, missing: Missing) {
+    let port = ctx.port.map(|p| p.to_string());
+    for (s, v, miss) in [
+        (Subject::Dst, ctx.dst.as_deref(), missing.dst),
+        (Subject::Peer, ctx.peer.as_deref(), missing.peer),
+        (Subject::Port, port.as_deref(), missing.port),
+    ] {
+        if let Some(v) = v.filter(|_| miss) {
+            add_subject(acc, s, v);
+        }
+    }
+}
+
+/// The finding a match belongs to, among its rule's: the rule's
+/// `group_by` subject's leading value.
+fn group_of(r: &Rule, acc: &Acc) -> String {
+    r.group_by
+        .and_then(|g| {
+            acc.subjects
+                .get(&g)
+                .and_then(|v| v.ranked().into_iter().next())
+        })
+        .unwrap_or_default()
+}
+
 fn hit(
     source: &str,
     hay: &str,
     ev: Option<&Event<'_>>,
     line: u64,
     caps: Vec<(Subject, String)>,
-    ctx: Option<&ConnCtx>,
 ) -> Acc {
     let mut acc = Acc {
         count: 1,
-        last_line: line,
+        first_at: (source.to_string(), line),
+        last_at: (source.to_string(), line),
         ..Default::default()
     };
     let text = ev.map_or(hay, |e| &e.text);
@@ -817,38 +846,26 @@ fn hit(
         line,
         text: ev_text,
     });
-    let mut add = |s: Subject, v: &str| {
-        if !v.is_empty() && !v.starts_with(':') && !v.starts_with('<') {
-            acc.subjects.entry(s).or_default().add(v, 1);
-        }
-    };
+    if let Some(ev) = ev {
+        acc.first = Seen::of(ev);
+        acc.last = acc.first.clone();
+    }
+    let mut add = |s: Subject, v: &str| add_subject(&mut acc, s, v);
     for (s, v) in &caps {
         add(*s, v);
     }
     if let Some(ev) = ev {
-        acc.first = Seen::of(ev);
-        acc.last = acc.first.clone();
-        match ev.dst() {
-            Some(d) => add(Subject::Dst, &d),
-            None => {
-                if let Some(d) = ctx.and_then(|c| c.dst.as_deref()) {
-                    add(Subject::Dst, d);
-                }
-            }
+        if let Some(d) = ev.dst() {
+            add(Subject::Dst, &d);
         }
-        match ev.endpoint() {
-            Some(p) => add(Subject::Peer, p),
-            None => {
-                if let Some(p) = ctx.and_then(|c| c.peer.as_deref()) {
-                    add(Subject::Peer, p);
-                }
-            }
+        if let Some(p) = ev.endpoint() {
+            add(Subject::Peer, p);
         }
         if let Some(c) = ev.client_addr() {
             let ip = host_of(c);
             add(Subject::Client, ip);
         }
-        if let Some(p) = ev.port().or_else(|| ctx.and_then(|c| c.port)) {
+        if let Some(p) = ev.port() {
             add(Subject::Port, &p.to_string());
         }
         for id in ev.identities() {

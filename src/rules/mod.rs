@@ -2,6 +2,7 @@
 //! extendable with `--rules FILE`. A rule matches single events; the engine
 //! ([`engine`]) correlates the matches into findings.
 
+pub mod conns;
 pub mod engine;
 
 use crate::parse::{Era, Level};

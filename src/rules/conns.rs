@@ -1,0 +1,128 @@
+//! What the engine remembers per connection: its tags, and the destination,
+//! endpoint and port its lines named, for later lines that name none.
+
+use crate::parse::Event;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+/// Connections remembered per table half.
+const MAX_CONNS: usize = 16384;
+
+/// A fixed hasher: iteration order, and so which entries a full table
+/// drops while blocks are merged, must not change from run to run.
+type Fixed = BuildHasherDefault<DefaultHasher>;
+
+/// The connections seen most recently, in two halves: when the newer half
+/// fills, the older one is dropped and the newer takes its place, so memory
+/// stays bounded and a connection still in use is not forgotten with the rest.
+#[derive(Debug, Clone)]
+pub struct Recent<V> {
+    new: HashMap<String, V, Fixed>,
+    old: HashMap<String, V, Fixed>,
+}
+
+impl<V> Default for Recent<V> {
+    fn default() -> Self {
+        Recent {
+            new: HashMap::default(),
+            old: HashMap::default(),
+        }
+    }
+}
+
+impl<V: Default> Recent<V> {
+    pub fn get(&self, key: &str) -> Option<&V> {
+        self.new.get(key).or_else(|| self.old.get(key))
+    }
+
+    /// Changes the entry of `key` (made empty if new) with `f`.
+    pub fn update(&mut self, key: &str, f: impl FnOnce(&mut V)) {
+        if let Some(v) = self.new.get_mut(key) {
+            f(v);
+            return;
+        }
+        if self.new.len() >= MAX_CONNS {
+            self.old = std::mem::take(&mut self.new);
+        }
+        let mut v = self.old.remove(key).unwrap_or_default();
+        f(&mut v);
+        self.new.insert(key.to_string(), v);
+    }
+
+    /// Folds a later table into this one, older entries first.
+    pub fn absorb(&mut self, later: Recent<V>, mut f: impl FnMut(&mut V, V)) {
+        for (k, v) in later.old.into_iter().chain(later.new) {
+            self.update(&k, |x| f(x, v));
+        }
+    }
+}
+
+/// What a connection's lines said of where it goes.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ConnCtx {
+    pub dst: Option<String>,
+    pub peer: Option<String>,
+    pub port: Option<u16>,
+}
+
+impl ConnCtx {
+    /// Takes what `later` knows, keeping what it does not say.
+    pub fn absorb(&mut self, later: ConnCtx) {
+        if later.dst.is_some() {
+            self.dst = later.dst;
+        }
+        if later.peer.is_some() {
+            self.peer = later.peer;
+        }
+        if later.port.is_some() {
+            self.port = later.port;
+        }
+    }
+}
+
+/// Which of the context's parts an event did not name itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Missing {
+    pub dst: bool,
+    pub peer: bool,
+    pub port: bool,
+}
+
+impl Missing {
+    pub fn of(ev: &Event<'_>) -> Missing {
+        Missing {
+            dst: ev.dst().is_none(),
+            peer: ev.endpoint().is_none(),
+            port: ev.port().is_none(),
+        }
+    }
+
+    pub fn any(self) -> bool {
+        self.dst || self.peer || self.port
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_half_drops_the_older_one_only() {
+        let mut r: Recent<u32> = Recent::default();
+        r.update("busy", |v| *v = 1);
+        for i in 0..MAX_CONNS {
+            r.update(&format!("c{i}"), |v| *v = 2);
+            // A connection in use moves to the newer half.
+            r.update("busy", |_| {});
+        }
+        r.update("one more", |v| *v = 3);
+        assert_eq!(r.get("busy"), Some(&1));
+        assert_eq!(r.get("one more"), Some(&3));
+        assert!(r.new.len() + r.old.len() <= 2 * MAX_CONNS);
+        for i in 0..MAX_CONNS {
+            r.update(&format!("d{i}"), |_| {});
+        }
+        assert_eq!(r.get("c0"), None, "the older half is dropped");
+    }
+}

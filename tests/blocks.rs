@@ -1,0 +1,85 @@
+//! Results do not depend on where the input is cut into blocks: every
+//! corpus scenario gives the same report read whole and read in blocks of a
+//! few hundred bytes, where most connections start in one block and fail in
+//! another (their tags and destinations must carry across).
+
+use lpa::input::Source;
+use lpa::pipeline::Options;
+use lpa::rules::{self, engine::Engine};
+use std::path::PathBuf;
+
+fn report_of(name: &str, data: &[u8], block_size: usize, engine: &Engine) -> String {
+    let mut sources = vec![Source::from_reader(
+        name,
+        std::io::Cursor::new(data.to_vec()),
+    )];
+    let opts = Options {
+        block_size,
+        threads: 2,
+        progress: false,
+    };
+    let r = lpa::cli::analyze(&mut sources, &opts, engine).unwrap();
+    serde_json::to_string_pretty(&r).unwrap()
+}
+
+fn report(path: &PathBuf, block_size: usize, engine: &Engine) -> String {
+    let name = path.file_name().unwrap().to_string_lossy();
+    report_of(&name, &std::fs::read(path).unwrap(), block_size, engine)
+}
+
+fn engine() -> Engine {
+    Engine::new(rules::load(&[]).unwrap())
+}
+
+/// An error line that names only its client connection takes the
+/// destination and endpoint from the connection's earlier line, also when
+/// that line is in an earlier block.
+#[test]
+fn a_connection_keeps_its_destination_across_blocks() {
+    let mut log = String::from("[     1.000000s] DEBUG ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}:proxy{addr=10.96.0.10:80}:logical{dst=web.default.svc.cluster.local:80}:concrete{addr=web.default.svc.cluster.local:80}:endpoint{addr=10.1.2.3:8080}: linkerd_proxy_transport::connect: Connecting\n");
+    for i in 0..40 {
+        log +=
+            &format!("[     1.{i:06}s]  INFO ThreadId(01) linkerd2_proxy::rt: filler line {i}\n");
+    }
+    log += "[     2.000000s]  WARN ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}: linkerd_app_core::errors::respond: Failed to proxy request: error trying to connect: Connection refused (os error 111)\n";
+    let engine = engine();
+    let whole = report_of("ctx.log", log.as_bytes(), 1 << 30, &engine);
+    assert!(
+        whole.contains("\"web.default.svc.cluster.local:80\""),
+        "{whole}"
+    );
+    assert!(whole.contains("\"10.1.2.3:8080\""), "{whole}");
+    for size in [200, 1000] {
+        assert_eq!(
+            report_of("ctx.log", log.as_bytes(), size, &engine),
+            whole,
+            "blocks of {size}"
+        );
+    }
+}
+
+#[test]
+fn reports_do_not_depend_on_block_boundaries() {
+    let engine = &engine();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/scenarios");
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() > 20);
+    let mut differ = Vec::new();
+    for log in &logs {
+        let whole = report(log, 1 << 30, engine);
+        for size in [300, 2000] {
+            if report(log, size, engine) != whole {
+                differ.push(format!("{} (blocks of {size} bytes)", log.display()));
+            }
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "reports differ from the whole-input report: {differ:#?}"
+    );
+}
