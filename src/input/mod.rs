@@ -192,16 +192,21 @@ impl<'s> Blocks<'s> {
         buf.clear();
         buf.append(&mut self.carry);
         let mut want = self.size;
+        // Lines before `checked` are known not to start a record.
+        let mut checked = 0;
         let cut = loop {
             self.fill(buf, want)?;
             if self.eof {
                 break buf.len();
             }
-            match anchored_cut(buf) {
+            match anchored_cut(buf, checked) {
                 Some(cut) => break cut,
                 // No line here starts a record, so one may still be running
                 // (a panic's trace): read on, up to a few blocks.
-                None if buf.len() < 4 * self.size => want = buf.len() + self.size,
+                None if buf.len() < 4 * self.size => {
+                    checked = memrchr(b'\n', buf).map_or(0, |i| i + 1);
+                    want = buf.len() + self.size;
+                }
                 None => break memrchr(b'\n', buf).map_or(buf.len(), |i| i + 1),
             }
         };
@@ -219,7 +224,8 @@ impl<'s> Blocks<'s> {
     fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
         while !self.eof && (buf.len() < want || memrchr(b'\n', buf).is_none()) {
             let old = buf.len();
-            let limit = want.max(old + (1 << 16)) - old;
+            // Up to `want`; past it, in steps, until a line ends.
+            let limit = if old < want { want - old } else { 1 << 16 };
             // read_to_end on a bounded reader appends without zero-filling.
             let n = loop {
                 match (&mut self.src.reader).take(limit as u64).read_to_end(buf) {
@@ -236,12 +242,12 @@ impl<'s> Blocks<'s> {
 
 /// The start of the last whole line of `buf` that a record may start at
 /// (`parse::is_chunk_anchor`), so no multi-line record is split across
-/// blocks; `None` when no line but the first is one.
-fn anchored_cut(buf: &[u8]) -> Option<usize> {
+/// blocks; `None` when no line but the first, or one before `floor`, is.
+fn anchored_cut(buf: &[u8], floor: usize) -> Option<usize> {
     let mut end = memrchr(b'\n', buf)?;
     while end > 0 {
         let start = memrchr(b'\n', &buf[..end]).map_or(0, |i| i + 1);
-        if start == 0 {
+        if start == 0 || start < floor {
             return None;
         }
         if crate::parse::is_chunk_anchor(&buf[start..end]) {

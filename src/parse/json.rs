@@ -93,7 +93,9 @@ fn scalar(raw: &RawValue) -> Str<'_> {
     let t = raw.get();
     match t.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
         Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner),
-        Some(_) => Cow::Owned(serde_json::from_str(t).unwrap_or_default()),
+        // A lone surrogate (`\ud800`) is valid JSON text but no string:
+        // keep it as written.
+        Some(inner) => serde_json::from_str(t).map_or(Cow::Borrowed(inner), Cow::Owned),
         None => Cow::Borrowed(t),
     }
 }
@@ -220,6 +222,14 @@ mod tests {
         assert_eq!(ev.spans[1].name, "accept");
         assert_eq!(ev.thread.as_deref(), Some("1"));
         assert_eq!(ev.timestamp.as_deref(), Some("2026-01-12T15:39:45.802812Z"));
+    }
+
+    #[test]
+    fn escapes_are_decoded_and_a_lone_surrogate_kept() {
+        let ev = with(parse, r#"{"level":"WARN","target":"t","fields":{"message":"a \"b\"\n\u00e9","error":"x\ud800y","n":1E2}}"#).unwrap();
+        assert_eq!(ev.message(), "a \"b\"\né");
+        assert_eq!(ev.field("error"), Some("x\\ud800y"));
+        assert_eq!(ev.field("n"), Some("1E2"));
     }
 
     #[test]

@@ -110,6 +110,10 @@ impl<'a> Tokenizer<'a> {
             .pending
             .as_ref()
             .is_some_and(|p| p.producer == Producer::GoPanic);
+        if !matches!(self.slot, Record::Event(_)) {
+            // A caller swapped the lent record for another: take it back.
+            self.slot = Record::Event(Event::default());
+        }
         if let Record::Event(ev) = &mut self.slot {
             // A Go panic's `goroutine N [running]:` parses as a header of its
             // own, but it continues the `panic:` before it: one event

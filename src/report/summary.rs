@@ -10,6 +10,7 @@ use crate::rules::engine::{Engine, EraSampler};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
 use regex::Regex;
 use serde::Serialize;
+use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::LazyLock;
@@ -56,28 +57,56 @@ pub fn template(s: &str) -> String {
     out
 }
 
-fn bump<K: Ord + Clone>(m: &mut BTreeMap<K, u64>, k: &K, n: u64, other: K) {
+/// The key counted for every key past a full table's `MAX_KEYS`.
+trait Overflow {
+    fn other() -> Self;
+}
+
+impl Overflow for String {
+    fn other() -> Self {
+        OTHER.to_string()
+    }
+}
+
+impl Overflow for u16 {
+    fn other() -> Self {
+        0
+    }
+}
+
+/// Counts `n` under `k`; allocates only for a key not seen before.
+fn bump<K, Q>(m: &mut BTreeMap<K, u64>, k: &Q, n: u64)
+where
+    K: Ord + Borrow<Q> + Overflow,
+    Q: Ord + ToOwned<Owned = K> + ?Sized,
+{
     if let Some(c) = m.get_mut(k) {
         *c += n;
     } else if m.len() < MAX_KEYS {
-        m.insert(k.clone(), n);
+        m.insert(k.to_owned(), n);
     } else {
-        *m.entry(other).or_insert(0) += n;
+        *m.entry(K::other()).or_insert(0) += n;
     }
 }
 
 /// The entry for `k`, or the shared `(other)` entry once the table is full.
 /// Looks up before allocating: most keys repeat.
 fn slot<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
-    let key = if m.contains_key(k) || m.len() < MAX_KEYS {
+    let key = if m.len() < MAX_KEYS || m.contains_key(k) {
         k
     } else {
         OTHER
     };
-    if !m.contains_key(key) {
-        m.insert(key.to_string(), V::default());
+    entry(m, key)
+}
+
+/// The entry for `k`, made if missing, without allocating a key that is
+/// already there.
+fn entry<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
+    if !m.contains_key(k) {
+        m.insert(k.to_string(), V::default());
     }
-    m.get_mut(key).expect("just inserted")
+    m.get_mut(k).expect("just inserted")
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -185,7 +214,7 @@ impl<'e> SummaryAcc<'e> {
         let s = &mut self.summary;
         s.events += 1;
         s.lines += u64::from(ev.lines);
-        let src = s.sources.entry(source.to_string()).or_default();
+        let src = entry(&mut s.sources, source);
         src.events += 1;
         src.lines += u64::from(ev.lines);
         *s.producers.entry(ev.producer.as_str()).or_insert(0) += 1;
@@ -199,10 +228,10 @@ impl<'e> SummaryAcc<'e> {
         }
         self.era_sampler.observe(self.engine, ev, &mut s.era);
         if let Some(p) = ev.wrapper.pod {
-            bump(&mut s.pods, &p.to_string(), 1, OTHER.into());
+            bump(&mut s.pods, p, 1);
         }
         if let Some(c) = ev.wrapper.container {
-            bump(&mut s.containers, &c.to_string(), 1, OTHER.into());
+            bump(&mut s.containers, c, 1);
         }
         if let Some(u) = ev.uptime {
             s.uptime = Some(s.uptime.map_or((u, u), |(a, b)| (a.min(u), b.max(u))));
@@ -249,7 +278,7 @@ impl<'e> SummaryAcc<'e> {
             );
         }
         if let Some(st) = ev.status() {
-            bump(&mut s.statuses, &st, 1, 0);
+            bump(&mut s.statuses, &st, 1);
         }
         let msg = ev.message();
         let err = error.unwrap_or("");
@@ -270,7 +299,7 @@ impl<'e> SummaryAcc<'e> {
                 let kind = connect_kind(&format!("{msg} {err}"));
                 *d.connect_errors.entry(kind.to_string()).or_insert(0) += 1;
                 if let Some(p) = ev.endpoint() {
-                    bump(&mut d.endpoints, &p.to_string(), 1, OTHER.into());
+                    bump(&mut d.endpoints, p, 1);
                 }
             }
             if let Some(st) = ev.status() {
@@ -284,17 +313,16 @@ impl<'e> SummaryAcc<'e> {
             p.closes_with_error += u64::from(msg == "Connection closed" && error.is_some());
         }
         if let Some(p) = ev.endpoint() {
-            bump(&mut s.endpoints, &p.to_string(), 1, OTHER.into());
+            bump(&mut s.endpoints, p, 1);
         }
-        let port = ev.port().map_or_else(|| "-".to_string(), |p| p.to_string());
-        let tls_state = if let Some(t) = ev.tls() {
+        let tls_state: Option<Cow<str>> = if let Some(t) = ev.tls() {
             Some(match (t.state.as_ref(), t.reason, t.client_id) {
-                ("none", Some(r), _) => format!("none ({r})"),
+                ("none", Some(r), _) => format!("none ({r})").into(),
                 ("established", _, Some(id)) => {
-                    bump(&mut s.identities, &id.to_string(), 1, OTHER.into());
-                    "established".to_string()
+                    bump(&mut s.identities, id, 1);
+                    "established".into()
                 }
-                (st, _, _) => st.to_string(),
+                (st, _, _) => st.to_string().into(),
             })
         } else if msg == "Peeked bytes from TCP stream" {
             Some(if ev.sz() == Some(0) {
@@ -310,11 +338,12 @@ impl<'e> SummaryAcc<'e> {
             None
         };
         if let Some(t) = tls_state {
-            *slot(&mut s.tls, &port).entry(t).or_insert(0) += 1;
+            let port = ev.port().map_or_else(|| "-".to_string(), |p| p.to_string());
+            bump(slot(&mut s.tls, &port), t.as_ref(), 1);
         }
         for id in ev.identities() {
             if ev.tls().is_none() {
-                bump(&mut s.identities, &id.to_string(), 1, OTHER.into());
+                bump(&mut s.identities, id, 1);
             }
         }
         if loud && !self.engine.knows(&ev.text) {
@@ -370,7 +399,7 @@ impl Accumulator for SummaryAcc<'_> {
                 let s = &mut self.summary;
                 s.unparsed += 1;
                 s.lines += 1;
-                let src = s.sources.entry(source.to_string()).or_default();
+                let src = entry(&mut s.sources, source);
                 src.unparsed += 1;
                 src.lines += 1;
                 if !text.trim().is_empty() {
@@ -409,10 +438,10 @@ impl Summary {
             *self.levels.entry(k).or_insert(0) += v;
         }
         for (k, v) in o.pods {
-            bump(&mut self.pods, &k, v, OTHER.into());
+            bump(&mut self.pods, k.as_str(), v);
         }
         for (k, v) in o.containers {
-            bump(&mut self.containers, &k, v, OTHER.into());
+            bump(&mut self.containers, k.as_str(), v);
         }
         if let Some((a, b)) = o.uptime {
             self.uptime = Some(self.uptime.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
@@ -437,7 +466,7 @@ impl Summary {
                 *d.connect_errors.entry(a).or_insert(0) += n;
             }
             for (a, n) in v.endpoints {
-                bump(&mut d.endpoints, &a, n, OTHER.into());
+                bump(&mut d.endpoints, a.as_str(), n);
             }
             for (a, n) in v.statuses {
                 *d.statuses.entry(a).or_insert(0) += n;
@@ -450,7 +479,7 @@ impl Summary {
             p.closes_with_error += v.closes_with_error;
         }
         for (k, v) in o.endpoints {
-            bump(&mut self.endpoints, &k, v, OTHER.into());
+            bump(&mut self.endpoints, k.as_str(), v);
         }
         for (port, states) in o.tls {
             let m = slot(&mut self.tls, &port);
@@ -459,10 +488,10 @@ impl Summary {
             }
         }
         for (k, v) in o.identities {
-            bump(&mut self.identities, &k, v, OTHER.into());
+            bump(&mut self.identities, k.as_str(), v);
         }
         for (k, v) in o.statuses {
-            bump(&mut self.statuses, &k, v, 0);
+            bump(&mut self.statuses, &k, v);
         }
         self.seconds_are_wall |= o.seconds_are_wall;
         for (k, v) in o.seconds {

@@ -2,16 +2,36 @@
 //! endpoint and port its lines named, for later lines that name none.
 
 use crate::parse::Event;
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Connections remembered per table half.
 const MAX_CONNS: usize = 16384;
 
 /// A fixed hasher: iteration order, and so which entries a full table
-/// drops while blocks are merged, must not change from run to run.
-type Fixed = BuildHasherDefault<DefaultHasher>;
+/// drops while blocks are merged, must not change from run to run. Keys are
+/// short addresses looked up once per line: FNV-1a beats SipHash there.
+type Fixed = BuildHasherDefault<Fnv>;
+
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// The connections seen most recently, in two halves: when the newer half
 /// fills, the older one is dropped and the newer takes its place, so memory
@@ -32,8 +52,14 @@ impl<V> Default for Recent<V> {
 }
 
 impl<V: Default> Recent<V> {
-    pub fn get(&self, key: &str) -> Option<&V> {
-        self.new.get(key).or_else(|| self.old.get(key))
+    /// The entry of `key`; looking it up counts as a use, so an entry in
+    /// the older half moves to the newer.
+    pub fn get(&mut self, key: &str) -> Option<&V> {
+        if !self.new.contains_key(key) {
+            let v = self.old.remove(key)?;
+            self.insert(key, v);
+        }
+        self.new.get(key)
     }
 
     /// Changes the entry of `key` (made empty if new) with `f`.
@@ -42,11 +68,15 @@ impl<V: Default> Recent<V> {
             f(v);
             return;
         }
+        let mut v = self.old.remove(key).unwrap_or_default();
+        f(&mut v);
+        self.insert(key, v);
+    }
+
+    fn insert(&mut self, key: &str, v: V) {
         if self.new.len() >= MAX_CONNS {
             self.old = std::mem::take(&mut self.new);
         }
-        let mut v = self.old.remove(key).unwrap_or_default();
-        f(&mut v);
         self.new.insert(key.to_string(), v);
     }
 
@@ -98,6 +128,15 @@ impl Missing {
         }
     }
 
+    /// What is still missing once `ctx` has filled its part.
+    pub fn without(self, ctx: &ConnCtx) -> Missing {
+        Missing {
+            dst: self.dst && ctx.dst.is_none(),
+            peer: self.peer && ctx.peer.is_none(),
+            port: self.port && ctx.port.is_none(),
+        }
+    }
+
     pub fn any(self) -> bool {
         self.dst || self.peer || self.port
     }
@@ -108,13 +147,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_entry_in_the_older_half_survives_the_rotation_it_causes() {
+        let mut r: Recent<u32> = Recent::default();
+        r.update("old", |v| *v = 7);
+        for i in 0..MAX_CONNS - 1 {
+            r.update(&format!("c{i}"), |_| {});
+        }
+        // The newer half is full; "old" is still in it. One more rotates.
+        r.update("rotate", |_| {});
+        for i in 0..MAX_CONNS - 1 {
+            r.update(&format!("d{i}"), |_| {});
+        }
+        // "old" is in the older half and the newer is full again.
+        r.update("old", |v| *v += 1);
+        assert_eq!(r.get("old"), Some(&8));
+    }
+
+    #[test]
     fn a_full_half_drops_the_older_one_only() {
         let mut r: Recent<u32> = Recent::default();
         r.update("busy", |v| *v = 1);
         for i in 0..MAX_CONNS {
             r.update(&format!("c{i}"), |v| *v = 2);
             // A connection in use moves to the newer half.
-            r.update("busy", |_| {});
+            assert_eq!(r.get("busy"), Some(&1));
         }
         r.update("one more", |v| *v = 3);
         assert_eq!(r.get("busy"), Some(&1));

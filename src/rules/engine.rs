@@ -23,9 +23,10 @@ const MAX_VALUES: usize = 64;
 const MAX_CLIENTS: usize = 4096;
 /// Groups (findings) per rule before the rest share one.
 const MAX_GROUPS: usize = 256;
-/// Matches per chunk waiting for an earlier chunk's tags or connection
-/// context; past this, a match is decided with what its chunk knows.
-const MAX_PENDING: usize = 4096;
+/// Matches per chunk waiting only for an earlier chunk's connection context;
+/// past this, a match keeps what its chunk knows. (Matches waiting for tags
+/// always wait: a wrong tag decision would add or drop a finding.)
+const MAX_PENDING: u32 = 4096;
 /// Proxy lines per chunk scanned for era cues, beside every warning and error.
 const ERA_SAMPLE: u32 = 2000;
 
@@ -137,6 +138,7 @@ impl Engine {
             groups: HashMap::new(),
             tags: Recent::default(),
             pending: Vec::new(),
+            waiting_for_context: 0,
             conns: Recent::default(),
             stats: Stats::default(),
             defer: true,
@@ -255,27 +257,42 @@ struct Acc {
 impl Acc {
     /// Adds other matches: a later chunk's, a match that waited for an
     /// earlier chunk (so it may come before some of this one's), or another
-    /// rule's with the same verdict. Lines are ordered by (source, line)
-    /// whatever the order of merging, so results do not depend on it.
+    /// rule's with the same verdict. Within a source, lines keep input order
+    /// whatever the order of merging; sources keep the order they came in.
     fn merge(&mut self, o: Acc) {
         if o.count == 0 {
             return;
         }
-        if self.count == 0 || o.first_at < self.first_at {
+        let before = |a: &(String, u64), b: &(String, u64)| a.0 == b.0 && a.1 < b.1;
+        if self.count == 0 || before(&o.first_at, &self.first_at) {
             self.first = o.first;
             self.first_at = o.first_at;
         }
-        if self.count == 0 || o.last_at > self.last_at {
+        if self.count == 0 || !before(&o.last_at, &self.last_at) {
             self.last = o.last;
             self.last_at = o.last_at;
         }
         self.count += o.count;
         self.evidence.extend(o.evidence);
-        self.evidence
-            .sort_by(|a, b| (&a.source, a.line).cmp(&(&b.source, b.line)));
-        self.evidence
-            .dedup_by(|a, b| a.source == b.source && a.line == b.line);
-        self.evidence.truncate(MAX_EVIDENCE);
+        let mut sources: Vec<String> = Vec::new();
+        let mut keyed: Vec<((usize, u64), Evidence)> = Vec::with_capacity(self.evidence.len());
+        for e in self.evidence.drain(..) {
+            let i = sources
+                .iter()
+                .position(|s| *s == e.source)
+                .unwrap_or_else(|| {
+                    sources.push(e.source.clone());
+                    sources.len() - 1
+                });
+            keyed.push(((i, e.line), e));
+        }
+        keyed.sort_by_key(|(k, _)| *k);
+        keyed.dedup_by_key(|(k, _)| *k);
+        self.evidence = keyed
+            .into_iter()
+            .take(MAX_EVIDENCE)
+            .map(|(_, e)| e)
+            .collect();
         self.merge_subjects(o.subjects, o.workload, o.clients);
     }
 
@@ -298,9 +315,8 @@ impl Acc {
     }
 }
 
-/// A match that needs the connection's tags from before its chunk.
-#[derive(Debug, Clone)]
 /// A match whose verdict waits for what came before its chunk.
+#[derive(Debug, Clone)]
 struct Pending {
     rule: usize,
     /// The connection whose tags decide it (the rule's tag key).
@@ -347,6 +363,7 @@ pub struct State<'e> {
     groups: HashMap<(usize, String), Acc>,
     tags: Recent<u32>,
     pending: Vec<Pending>,
+    waiting_for_context: u32,
     /// The destination and endpoint last seen on each connection, for
     /// matches whose own line does not name them (2.7-era error lines).
     conns: Recent<ConnCtx>,
@@ -406,7 +423,11 @@ impl<'e> State<'e> {
         for p in later.pending {
             self.resolve(p, true);
         }
-        for (k, a) in later.groups {
+        // In a fixed order: past MAX_GROUPS, which groups share one must
+        // not change from run to run.
+        let mut groups: Vec<_> = later.groups.into_iter().collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for (k, a) in groups {
             self.add_acc(k.0, k.1, a);
         }
         self.tags.absorb(later.tags, |t, l| *t |= l);
@@ -418,21 +439,16 @@ impl<'e> State<'e> {
     /// before the match's chunk, knows (`earlier`), or with nothing.
     fn resolve(&mut self, p: Pending, earlier: bool) {
         let mut acc = p.acc;
-        if let Some(t) = &p.tags_of {
-            let have = if earlier {
-                self.tags.get(t).copied()
-            } else {
-                None
-            };
+        if let Some(t) = p.tags_of {
+            let have = earlier.then(|| self.tags.get(&t).copied()).flatten();
             if !self.tag_condition(p.rule, have.unwrap_or(0)) {
                 return;
             }
         }
         if let Some(ctx) = p
             .ctx_of
-            .as_deref()
-            .and_then(|c| self.conns.get(c))
             .filter(|_| earlier)
+            .and_then(|c| self.conns.get(&c))
         {
             add_context(&mut acc, ctx, p.missing);
         }
@@ -468,11 +484,9 @@ impl<'e> State<'e> {
         }
         self.era_sampler
             .observe(self.engine, ev, &mut self.stats.era);
-        // A connection this chunk has not seen may have its context in an
-        // earlier chunk.
-        let new_conn =
-            self.defer && tag_key(TagKey::Client, ev).is_some_and(|c| self.conns.get(c).is_none());
-        self.remember_conn(ev);
+        if let Some(c) = tag_key(TagKey::Client, ev) {
+            self.remember_conn(c, ev);
+        }
         let owned;
         let full: &str = if matches!(
             ev.producer,
@@ -491,13 +505,10 @@ impl<'e> State<'e> {
         } else {
             ev.body
         };
-        self.match_text(source, body, full, Some(ev), ev.line, new_conn);
+        self.match_text(source, body, full, Some(ev), ev.line);
     }
 
-    fn remember_conn(&mut self, ev: &Event<'_>) {
-        let Some(c) = tag_key(TagKey::Client, ev) else {
-            return;
-        };
+    fn remember_conn(&mut self, c: &str, ev: &Event<'_>) {
         let dst = ev.dst();
         let peer = ev.endpoint();
         let port = ev.port();
@@ -530,7 +541,6 @@ impl<'e> State<'e> {
         hay: &str,
         ev: Option<&Event<'_>>,
         line: u64,
-        new_conn: bool,
     ) {
         let engine = self.engine;
         // Most lines match no literal: a plain search settles that fast.
@@ -567,20 +577,24 @@ impl<'e> State<'e> {
                 continue;
             }
             let client = ev.and_then(|e| tag_key(TagKey::Client, e));
-            let missing = ev.map(Missing::of).unwrap_or_default();
+            let mut missing = ev.map(Missing::of).unwrap_or_default();
             let mut acc = hit(source, hay, ev, line, caps);
             if let Some(ctx) = client.and_then(|c| self.conns.get(c)) {
                 add_context(&mut acc, ctx, missing);
+                missing = missing.without(ctx);
             }
             let needs_tags = !r.requires_tag.is_empty() || !r.forbids_tag.is_empty();
             let tags = conn.and_then(|c| self.tags.get(c).copied());
-            // Tags or context may sit in an earlier chunk: decide at merge.
+            // What the connection's lines in earlier chunks said may decide
+            // the match: its tags, or what neither the line nor this chunk
+            // named (its destination, endpoint, port). Decide at merge.
             let tags_of = conn.filter(|_| needs_tags && tags.is_none() && self.defer);
-            let ctx_of = client.filter(|_| new_conn && missing.any());
-            if (tags_of.is_some() || ctx_of.is_some()) && self.pending.len() < MAX_PENDING {
-                if tags_of.is_none() && needs_tags && !self.tag_condition(ri, tags.unwrap_or(0)) {
-                    continue;
-                }
+            let ctx_of = client.filter(|_| self.defer && missing.any());
+            if tags_of.is_none() && needs_tags && !self.tag_condition(ri, tags.unwrap_or(0)) {
+                continue;
+            }
+            if tags_of.is_some() || (ctx_of.is_some() && self.waiting_for_context < MAX_PENDING) {
+                self.waiting_for_context += u32::from(tags_of.is_none());
                 self.pending.push(Pending {
                     rule: ri,
                     tags_of: tags_of.map(str::to_string),
@@ -588,7 +602,7 @@ impl<'e> State<'e> {
                     missing,
                     acc,
                 });
-            } else if !needs_tags || self.tag_condition(ri, tags.unwrap_or(0)) {
+            } else {
                 let group = group_of(r, &acc);
                 self.add_acc(ri, group, acc);
             }
@@ -749,7 +763,7 @@ impl Accumulator for State<'_> {
                 self.stats.unparsed += 1;
                 self.stats.lines += 1;
                 if !text.is_empty() {
-                    self.match_text(source, text, text, None, *line, false);
+                    self.match_text(source, text, text, None, *line);
                 }
             }
         }
