@@ -8,7 +8,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lpa::parse::Record;
-use lpa::pipeline::{process_chunk, Accumulator};
+use lpa::pipeline::{process_block, Accumulator};
 use lpa::report::summary::SummaryAcc;
 use lpa::rules::{self, engine::Engine};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -76,7 +76,7 @@ fn bench(c: &mut Criterion) {
     for (name, data) in inputs() {
         let lines = lpa::input::count_lines(&data);
         let before = ALLOCS.load(Ordering::Relaxed);
-        let n = process_chunk("bench", &data, 1, Count::default()).0;
+        let n = process_block("bench", &data, 1, Count::default()).0;
         let allocs = ALLOCS.load(Ordering::Relaxed) - before;
         assert_eq!(n, lines);
         eprintln!(
@@ -88,11 +88,11 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(data.len() as u64));
         g.sample_size(10);
         g.bench_function("tokenize", |b| {
-            b.iter(|| process_chunk("bench", &data, 1, Count::default()).0)
+            b.iter(|| process_block("bench", &data, 1, Count::default()).0)
         });
         g.bench_function("explain", |b| {
             b.iter(|| {
-                process_chunk("bench", &data, 1, engine.state())
+                process_block("bench", &data, 1, engine.state())
                     .finish(None)
                     .findings
                     .len()
@@ -100,7 +100,7 @@ fn bench(c: &mut Criterion) {
         });
         g.bench_function("summarize", |b| {
             b.iter(|| {
-                process_chunk("bench", &data, 1, SummaryAcc::new(&engine))
+                process_block("bench", &data, 1, SummaryAcc::new(&engine))
                     .summary
                     .lines
             })

@@ -253,7 +253,7 @@ impl Out {
     }
 }
 
-/// `lpa parse`: each chunk renders its lines; chunks are written in order.
+/// `lpa parse`: each block renders its lines; blocks are written in order.
 struct ParseOut {
     buf: Vec<u8>,
     level: Option<Level>,
@@ -313,7 +313,7 @@ fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out)
     Ok(0)
 }
 
-/// Runs the rule engine over the inputs (in parallel chunks).
+/// Runs the rule engine over the inputs (in parallel blocks).
 pub fn analyze(
     sources: &mut [Source],
     opts: &pipeline::Options,

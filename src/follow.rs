@@ -7,7 +7,7 @@
 //! Memory stays bounded however long it runs: the engine's tables are capped
 //! and only a handful of evidence lines are kept per finding.
 
-use crate::pipeline::process_chunk;
+use crate::pipeline::process_block;
 use crate::report::explain::Report;
 use crate::rules::engine::{Engine, State};
 use anyhow::Result;
@@ -180,7 +180,7 @@ pub fn run(path: Option<PathBuf>, engine: &Engine, updates: Updates) -> Result<R
         let stopping = ended || stop.load(Ordering::SeqCst);
         if !batch.is_empty() && (stopping || last.elapsed() >= TICK) {
             let n = crate::input::count_lines(&batch);
-            state = process_chunk(&name, &batch, next_line, state);
+            state = process_block(&name, &batch, next_line, state);
             next_line += n;
             batch.clear();
             let snapshot = || state.clone().finish(None);

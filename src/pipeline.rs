@@ -1,4 +1,4 @@
-//! bytes → lines → records, in parallel chunks, in input order.
+//! bytes → lines → records, in parallel blocks, in input order.
 //!
 //! Each block gets a fresh accumulator; accumulators are handed to the
 //! consumer in input order, and blocks are cut where the input alone says,
@@ -43,12 +43,12 @@ impl Options {
     }
 }
 
-/// Tokenizes one chunk of whole lines into a fresh accumulator.
-pub fn process_chunk<A: Accumulator>(source: &str, chunk: &[u8], first_line: u64, mut acc: A) -> A {
+/// Tokenizes one block of whole lines into a fresh accumulator.
+pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64, mut acc: A) -> A {
     let arena = Arena::new();
     let mut tok = Tokenizer::default();
     let mut emit = |r: &mut Record<'_>| acc.record(source, r);
-    for (i, raw) in input::lines(chunk).enumerate() {
+    for (i, raw) in input::lines(block).enumerate() {
         let line = normalize(raw, &arena);
         tok.push(first_line + i as u64, line, &mut emit);
     }
@@ -94,13 +94,13 @@ where
                 let (b, first) = &batch[0];
                 fresh
                     .into_iter()
-                    .map(|a| process_chunk(&name, b, *first, a))
+                    .map(|a| process_block(&name, b, *first, a))
                     .collect()
             } else {
                 batch
                     .par_iter()
                     .zip(fresh)
-                    .map(|((b, first), a)| process_chunk(&name, b, *first, a))
+                    .map(|((b, first), a)| process_block(&name, b, *first, a))
                     .collect()
             };
             for a in accs {

@@ -1998,7 +1998,8 @@ fn thread_count_does_not_change_output() {
             "resource-exhaustion-2.11.log",
             "policy-unauthorized-edge-prefix.log",
         ],
-        3 << 20,
+        // Three 4 MiB blocks (nine for parse): --threads 4 runs them at once.
+        9 << 20,
     );
     let f = p(&tmp.write("mixed.log", &data));
     let want_lines = count_lines(&data);

@@ -5,7 +5,7 @@
 //! The lines are copied here on purpose: tests never read the note at run time.
 //! Single-line rows go through `normalize` + `parse_line` (and are cross-checked
 //! against the `Tokenizer`); rows whose input holds `\n` are multi-line records
-//! and go through the `Tokenizer`, as `lpa::pipeline::process_chunk` does.
+//! and go through the `Tokenizer`, as `lpa::pipeline::process_block` does.
 //! All rows run; every mismatch is collected and reported together.
 
 use lpa::input::wrap::normalize;
@@ -684,7 +684,7 @@ fn run_row(row: &Row, fails: &mut Vec<String>) {
     let lines: Vec<&str> = lpa::input::lines(row.input.as_bytes())
         .map(|raw| normalize(raw, &arena))
         .collect();
-    // The tokenizer, fed exactly as `pipeline::process_chunk` feeds it.
+    // The tokenizer, fed exactly as `pipeline::process_block` feeds it.
     let mut recs: Vec<Record<'_>> = Vec::new();
     let mut tok = Tokenizer::default();
     for (i, l) in lines.iter().enumerate() {

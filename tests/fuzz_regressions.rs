@@ -4,7 +4,7 @@
 
 use lpa::input::count_lines;
 use lpa::parse::Record;
-use lpa::pipeline::{process_chunk, Accumulator};
+use lpa::pipeline::{process_block, Accumulator};
 use lpa::rules::engine::{Engine, State};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::OnceLock;
@@ -32,7 +32,7 @@ fn tokenizer(data: &[u8]) {
         ranges: Vec::new(),
         state: engine().state(),
     };
-    let acc = process_chunk("fuzz", data, 1, acc);
+    let acc = process_block("fuzz", data, 1, acc);
     let mut next = 1u64;
     for &(line, lines) in &acc.ranges {
         assert_eq!(line, next, "gap or overlap; records {:?}", acc.ranges);

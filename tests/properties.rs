@@ -4,12 +4,12 @@
 //!     very long lines, mutated real lines);
 //! (b) every input line is accounted for exactly once by the records' line
 //!     ranges;
-//! (c) cutting a block into chunks (as the parallel pipeline does) does not
+//! (c) reading the input in blocks (as the parallel pipeline does) does not
 //!     change the records.
 
 use lpa::input::{count_lines, Blocks, Source};
 use lpa::parse::Record;
-use lpa::pipeline::{process_chunk, Accumulator};
+use lpa::pipeline::{process_block, Accumulator};
 use proptest::prelude::*;
 
 /// Input bytes, shown as (lossy) text when a case fails.
@@ -65,7 +65,7 @@ impl Accumulator for Acc {
 }
 
 fn run(input: &[u8]) -> Vec<Rec> {
-    process_chunk("prop", input, 1, Acc::default()).0
+    process_block("prop", input, 1, Acc::default()).0
 }
 
 /// The input cut by `Blocks` into blocks of about `size` bytes, each block
@@ -76,7 +76,7 @@ fn run_blocks(input: &[u8], size: usize) -> (Vec<Rec>, Vec<u64>) {
     let mut buf = Vec::new();
     let (mut recs, mut firsts) = (Vec::new(), Vec::new());
     while let Some(first) = blocks.next_into(&mut buf).unwrap() {
-        recs.extend(process_chunk("prop", &buf, first, Acc::default()).0);
+        recs.extend(process_block("prop", &buf, first, Acc::default()).0);
         firsts.push(first);
     }
     (recs, firsts)
@@ -255,11 +255,11 @@ proptest! {
     /// (c) One block and blocks of a quarter of the input give the same
     /// records.
     #[test]
-    fn chunking_does_not_change_results(input in log(1500..3000)) {
+    fn blocks_do_not_change_results(input in log(1500..3000)) {
         let whole = run(&input);
         assert_covers(&input, &whole)?;
         let (one, _) = run_blocks(&input, input.len() + 1);
-        prop_assert!(one == whole, "one block differs from process_chunk on the input");
+        prop_assert!(one == whole, "one block differs from process_block on the input");
         let (four, cuts) = run_blocks(&input, input.len() / 4);
         prop_assert!(cuts.len() >= 2, "input of {} bytes was not cut", input.len());
         if four != whole {
@@ -273,10 +273,10 @@ proptest! {
     }
 }
 
-/// A chunk cut at a line that opens like a record (`[`, `{`, `time="`, a
+/// A block cut at a line that opens like a record (`[`, `{`, `time="`, a
 /// date) but continues a multi-line record must not split that record.
 #[test]
-fn chunk_cut_never_splits_a_panic() {
+fn block_cut_never_splits_a_panic() {
     let filler = "[     0.001961s]  INFO ThreadId(01) linkerd2_proxy::rt: Using single-threaded proxy runtime\n";
     let panic = "panic: runtime error: invalid memory address or nil pointer dereference\n[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x1a2b3c4]\ngoroutine 214 [running]:\n";
     let mut input = String::new();

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use lpa::pipeline::process_chunk;
+use lpa::pipeline::process_block;
 use lpa::rules::engine::Engine;
 
 /// A few lines of several producers, with connections, tags, captures.
@@ -29,7 +29,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let engine = Engine::new(kb);
-    let state = process_chunk("fuzz", SAMPLE, 1, engine.state());
+    let state = process_block("fuzz", SAMPLE, 1, engine.state());
     let report = state.finish(None);
     let _ = lpa::report::explain::human(&report, &lpa::report::style::Style { color: false }, true);
     let _ = lpa::report::explain::markdown(&report);

@@ -1,4 +1,4 @@
-//! Arbitrary bytes through the tokenizer (`process_chunk`) and the built-in
+//! Arbitrary bytes through the tokenizer (`process_block`) and the built-in
 //! rule engine. Checks that every input line is accounted for exactly once:
 //! the records' `line()..line()+lines()` ranges tile `1..=count_lines`.
 #![no_main]
@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use lpa::input::count_lines;
 use lpa::parse::Record;
-use lpa::pipeline::{process_chunk, Accumulator};
+use lpa::pipeline::{process_block, Accumulator};
 use lpa::rules::engine::{Engine, State};
 use std::sync::OnceLock;
 
@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
         ranges: Vec::new(),
         state: engine().state(),
     };
-    let acc = process_chunk("fuzz", data, 1, acc);
+    let acc = process_block("fuzz", data, 1, acc);
     let n = count_lines(data);
     let mut next = 1u64;
     for &(line, lines) in &acc.ranges {

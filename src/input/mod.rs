@@ -241,7 +241,7 @@ impl<'s> Blocks<'s> {
 }
 
 /// The start of the last whole line of `buf` that a record may start at
-/// (`parse::is_chunk_anchor`), so no multi-line record is split across
+/// (`parse::is_block_anchor`), so no multi-line record is split across
 /// blocks; `None` when no line but the first, or one before `floor`, is.
 fn anchored_cut(buf: &[u8], floor: usize) -> Option<usize> {
     let mut end = memrchr(b'\n', buf)?;
@@ -250,7 +250,7 @@ fn anchored_cut(buf: &[u8], floor: usize) -> Option<usize> {
         if start == 0 || start < floor {
             return None;
         }
-        if crate::parse::is_chunk_anchor(&buf[start..end]) {
+        if crate::parse::is_block_anchor(&buf[start..end]) {
             return Some(start);
         }
         end = start - 1;

@@ -184,17 +184,17 @@ fn emit_pending<'a>(pending: &mut Option<Event<'a>>, emit: &mut impl FnMut(&mut 
     }
 }
 
-/// Can a chunk of input start at this line? A line that could continue a
-/// multi-line record cannot, so parallel chunks never split one.
-pub fn is_chunk_anchor(line: &[u8]) -> bool {
+/// Can a block of input start at this line? A line that could continue a
+/// multi-line record cannot, so parallel blocks never split one.
+pub fn is_block_anchor(line: &[u8]) -> bool {
     let looks_like_head = matches!(line.first(), Some(b'[' | b'{'))
         || line.starts_with(b"time=\"")
         || (line.len() > 20 && line[..4].iter().all(u8::is_ascii_digit) && line[4] == b'-');
     // Looking like a head is not enough: `[signal SIGSEGV: …]` in a Go panic,
     // or any `[…]`/`{…}` line after a panic header, continues the pending
-    // record, and a cut there split it (chunked output differed from one
-    // chunk). Only a line the tokenizer takes as a record header flushes its
-    // state, so only such a line may start a chunk. `parse_line` is
+    // record, and a cut there split it (output read in blocks differed from one
+    // block). Only a line the tokenizer takes as a record header flushes its
+    // state, so only such a line may start a block. `parse_line` is
     // context-free, so this decides the same way the tokenizer will.
     looks_like_head && {
         let arena = typed_arena::Arena::new();

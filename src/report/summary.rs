@@ -174,7 +174,7 @@ pub struct Summary {
     pub era: EraVote,
 }
 
-/// The accumulator of one chunk; `engine` tells which messages some rule knows.
+/// The accumulator of one block; `engine` tells which messages some rule knows.
 pub struct SummaryAcc<'e> {
     pub summary: Summary,
     engine: &'e Engine,
@@ -418,7 +418,7 @@ impl Accumulator for SummaryAcc<'_> {
 }
 
 impl Summary {
-    /// Adds a later chunk (input order).
+    /// Adds a later block (input order).
     pub fn merge(&mut self, o: Summary) {
         for (k, v) in o.sources {
             let e = self.sources.entry(k).or_default();

@@ -23,11 +23,11 @@ const MAX_VALUES: usize = 64;
 const MAX_CLIENTS: usize = 4096;
 /// Groups (findings) per rule before the rest share one.
 const MAX_GROUPS: usize = 256;
-/// Matches per chunk waiting only for an earlier chunk's connection context;
-/// past this, a match keeps what its chunk knows. (Matches waiting for tags
+/// Matches per block waiting only for an earlier block's connection context;
+/// past this, a match keeps what its block knows. (Matches waiting for tags
 /// always wait: a wrong tag decision would add or drop a finding.)
 const MAX_PENDING: u32 = 4096;
-/// Proxy lines per chunk scanned for era cues, beside every warning and error.
+/// Proxy lines per block scanned for era cues, beside every warning and error.
 const ERA_SAMPLE: u32 = 2000;
 
 /// Rules compiled for matching; shared by every thread.
@@ -131,7 +131,7 @@ impl Engine {
         }
     }
 
-    /// State for one chunk of an input read in parallel chunks.
+    /// State for one block of an input read in parallel blocks.
     pub fn state(&self) -> State<'_> {
         State {
             engine: self,
@@ -255,8 +255,8 @@ struct Acc {
 }
 
 impl Acc {
-    /// Adds other matches: a later chunk's, a match that waited for an
-    /// earlier chunk (so it may come before some of this one's), or another
+    /// Adds other matches: a later block's, a match that waited for an
+    /// earlier block (so it may come before some of this one's), or another
     /// rule's with the same verdict. Within a source, lines keep input order
     /// whatever the order of merging; sources keep the order they came in.
     fn merge(&mut self, o: Acc) {
@@ -315,7 +315,7 @@ impl Acc {
     }
 }
 
-/// A match whose verdict waits for what came before its chunk.
+/// A match whose verdict waits for what came before its block.
 #[derive(Debug, Clone)]
 struct Pending {
     rule: usize,
@@ -356,7 +356,7 @@ impl Stats {
     }
 }
 
-/// Per-chunk (and, after merging, whole-input) matching state.
+/// Per-block (and, after merging, whole-input) matching state.
 #[derive(Clone)]
 pub struct State<'e> {
     engine: &'e Engine,
@@ -368,8 +368,8 @@ pub struct State<'e> {
     /// matches whose own line does not name them (2.7-era error lines).
     conns: Recent<ConnCtx>,
     pub stats: Stats,
-    /// A chunk of a larger input defers matches on connections it has not
-    /// seen (their tags or context may be in an earlier chunk) to the merge;
+    /// A block of a larger input defers matches on connections it has not
+    /// seen (their tags or context may be in an earlier block) to the merge;
     /// a state that reads the whole input decides at once (so follow mode
     /// keeps nothing pending).
     defer: bool,
@@ -418,7 +418,7 @@ fn level_index(l: Level) -> usize {
 }
 
 impl<'e> State<'e> {
-    /// Folds a later chunk's state into this one (input order).
+    /// Folds a later block's state into this one (input order).
     pub fn merge(&mut self, later: State<'e>) {
         for p in later.pending {
             self.resolve(p, true);
@@ -436,7 +436,7 @@ impl<'e> State<'e> {
     }
 
     /// Decides a pending match with what this state, all of the input
-    /// before the match's chunk, knows (`earlier`), or with nothing.
+    /// before the match's block, knows (`earlier`), or with nothing.
     fn resolve(&mut self, p: Pending, earlier: bool) {
         let mut acc = p.acc;
         if let Some(t) = p.tags_of {
@@ -585,8 +585,8 @@ impl<'e> State<'e> {
             }
             let needs_tags = !r.requires_tag.is_empty() || !r.forbids_tag.is_empty();
             let tags = conn.and_then(|c| self.tags.get(c).copied());
-            // What the connection's lines in earlier chunks said may decide
-            // the match: its tags, or what neither the line nor this chunk
+            // What the connection's lines in earlier blocks said may decide
+            // the match: its tags, or what neither the line nor this block
             // named (its destination, endpoint, port). Decide at merge.
             let tags_of = conn.filter(|_| needs_tags && tags.is_none() && self.defer);
             let ctx_of = client.filter(|_| self.defer && missing.any());
@@ -706,8 +706,9 @@ impl<'e> State<'e> {
 
     /// The findings, ranked, with symptoms folded under their causes.
     pub fn finish(mut self, era_override: Option<Era>) -> super::super::report::explain::Report {
-        // Matches still waiting for tags from before their chunk: nothing
-        // came before this state, so their connections carry no tag.
+        // Matches still waiting for what came before their block: nothing
+        // came before this state, so their connections carry no tag and no
+        // context.
         for p in std::mem::take(&mut self.pending) {
             self.resolve(p, false);
         }
