@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Connections remembered per table half.
-const MAX_CONNS: usize = 16384;
+const MAX_CONNS: usize = 4096;
 
 /// A fixed hasher: iteration order, and so which entries a full table
 /// drops while blocks are merged, must not change from run to run. Keys are
