@@ -12,7 +12,7 @@ use crate::rules::{self, engine::Engine};
 use crate::{follow, triage};
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 
 const INPUTS: &str =
@@ -549,6 +549,20 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+impl Command {
+    /// Does the command read standard input (no file, or `-`)?
+    fn reads_stdin(&self) -> bool {
+        let stdin = |files: &[PathBuf]| files.is_empty() || files.iter().any(|f| f == "-");
+        match self {
+            Command::Parse { files, .. }
+            | Command::Explain { files, .. }
+            | Command::Summarize { files, .. } => stdin(files),
+            Command::Triage { file, .. } => stdin(file.as_slice()),
+            Command::Rules { .. } | Command::Completions { .. } | Command::Man => false,
+        }
+    }
+}
+
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let g = &cli.global;
@@ -563,6 +577,14 @@ pub fn main() -> i32 {
         ..Default::default()
     };
     let mut out = Out::new(g);
+    if !g.quiet && cli.command.reads_stdin() && io::stdin().is_terminal() {
+        // Without this, `lpa explain` with no file waits in silence.
+        eprintln!(
+            "lpa: reading the log from standard input; end it with Ctrl-D \
+             (or name a file, or pipe: kubectl logs POD -c linkerd-proxy | {} …)",
+            bin_name()
+        );
+    }
     let result = match &cli.command {
         Command::Parse { files, level, only } => {
             cmd_parse(files, level.map(Level::from), *only, &mut out)

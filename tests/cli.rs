@@ -929,6 +929,11 @@ fn gzip_file_is_read_transparently() {
         r.ctx()
     );
     assert!(ids(&j).contains(&"policy.unauthorized".to_string()));
+    // gzip piped to stdin (`kubectl logs … | gzip`, a `.gz` attachment)
+    let r = lpa_stdin(&["explain", "--format", "json"], &fs::read(&gz).unwrap());
+    r.assert_code(0);
+    assert_eq!(ids(&r.json()), ids(&jp.json()), "{}", r.ctx());
+    assert_eq!(r.json()["input"]["lines"], jp.json()["input"]["lines"]);
     // parse of the .gz equals parse of the plain file but for the source
     let a = lpa(&["parse", &p(&gz)]).out().replace(&p(&gz), "X");
     let b = lpa(&["parse", &p(&plain_f)])

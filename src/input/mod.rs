@@ -43,7 +43,20 @@ impl Source {
     fn open_file(path: &Path) -> Result<Source> {
         let f = File::open(path).map_err(|e| describe(path, e))?;
         let len = f.metadata().ok().map(|m| m.len());
-        let mut r = BufReader::with_capacity(1 << 16, f);
+        Ok(Source::sniffed(&path.display().to_string(), f, len))
+    }
+
+    /// Standard input (`kubectl logs … | gzip | lpa` works too).
+    pub fn stdin() -> Source {
+        Source::sniffed("stdin", io::stdin(), None)
+    }
+
+    /// A source that is gunzipped when it starts with gzip's magic bytes,
+    /// whatever its name.
+    fn sniffed(name: &str, inner: impl Read + Send + 'static, len: Option<u64>) -> Source {
+        let mut r = BufReader::with_capacity(1 << 16, inner);
+        // A read error here shows again, with the source's name, on the
+        // first real read.
         let gz = r
             .fill_buf()
             .map(|b| b.starts_with(&[0x1f, 0x8b]))
@@ -53,11 +66,11 @@ impl Source {
         } else {
             Box::new(r)
         };
-        Ok(Source {
-            name: path.display().to_string(),
+        Source {
+            name: name.to_string(),
             size: if gz { None } else { len },
             reader,
-        })
+        }
     }
 }
 
@@ -77,13 +90,13 @@ fn describe(path: &Path, e: io::Error) -> anyhow::Error {
 /// unexpanded. No input at all means stdin.
 pub fn open_all(args: &[PathBuf]) -> Result<Vec<Source>> {
     if args.is_empty() {
-        return Ok(vec![Source::from_reader("stdin", io::stdin())]);
+        return Ok(vec![Source::stdin()]);
     }
     let mut out = Vec::new();
     for a in args {
         let s = a.to_string_lossy();
         if s == "-" {
-            out.push(Source::from_reader("stdin", io::stdin()));
+            out.push(Source::stdin());
         } else if a.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(a)
                 .map_err(|e| describe(a, e))?

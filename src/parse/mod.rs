@@ -195,10 +195,32 @@ pub fn is_block_anchor(line: &[u8]) -> bool {
     // record, and a cut there split it (output read in blocks differed from one
     // block). Only a line the tokenizer takes as a record header flushes its
     // state, so only such a line may start a block. `parse_line` is
-    // context-free, so this decides the same way the tokenizer will.
+    // context-free, so this decides the same way the tokenizer will, but for
+    // `goroutine N [running]:` (behind a `--prefix` it looks like a head),
+    // which continues a `panic:` before it.
     looks_like_head && {
         let arena = typed_arena::Arena::new();
-        let header = parse_line(crate::input::wrap::normalize(line, &arena)).is_some();
+        let header = parse_line(crate::input::wrap::normalize(line, &arena)).is_some_and(|ev| {
+            !(ev.producer == Producer::GoPanic && ev.message().starts_with("goroutine "))
+        });
         header
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefixed_goroutine_line_does_not_start_a_block() {
+        assert!(is_block_anchor(
+            b"[pod/web-1/linkerd-proxy] [     1.000000s]  INFO ThreadId(01) linkerd2_proxy: ready"
+        ));
+        assert!(!is_block_anchor(
+            b"[pod/dst-1/destination] goroutine 1 [running]:"
+        ));
+        assert!(!is_block_anchor(
+            b"[signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x1a2b3c4]"
+        ));
     }
 }
