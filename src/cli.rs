@@ -136,11 +136,15 @@ pub enum Command {
   lpa completions zsh > \"${fpath[1]}/_lpa\"
   lpa completions fish > ~/.config/fish/completions/lpa.fish")]
     Completions { shell: clap_complete::Shell },
-    /// The man page (roff) on stdout.
+    /// The man page (roff) on stdout: lpa(1), or a command's own page with its flags.
     #[command(after_help = "Examples:
   lpa man > ~/.local/share/man/man1/lpa.1
-  lpa man | man -l -")]
-    Man,
+  lpa man explain > ~/.local/share/man/man1/lpa-explain.1
+  lpa man summarize | man -l -")]
+    Man {
+        /// A command (parse, explain, summarize, triage, rules, completions): its page, lpa-COMMAND(1).
+        command: Option<String>,
+    },
 }
 
 /// Options of the commands that report findings.
@@ -530,6 +534,24 @@ fn cmd_rules(cmd: &RulesCommand, out: &mut Out) -> Result<i32> {
 }
 
 /// Installed as `kubectl-lpa`, lpa runs as a kubectl plugin (`kubectl lpa …`).
+fn man_page(command: Option<&str>, out: &mut Out) -> Result<i32> {
+    let top = Cli::command();
+    let page = match command {
+        None => top,
+        Some(c) => {
+            let name = format!("{}-{c}", top.get_name());
+            top.find_subcommand(c)
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("no command '{c}' (`lpa help` lists them)"))?
+                .name(name)
+        }
+    };
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(page).render(&mut buf)?;
+    out.write(&String::from_utf8_lossy(&buf))?;
+    Ok(0)
+}
+
 fn bin_name() -> String {
     std::env::args_os()
         .next()
@@ -558,7 +580,7 @@ impl Command {
             | Command::Explain { files, .. }
             | Command::Summarize { files, .. } => stdin(files),
             Command::Triage { file, .. } => stdin(file.as_slice()),
-            Command::Rules { .. } | Command::Completions { .. } | Command::Man => false,
+            Command::Rules { .. } | Command::Completions { .. } | Command::Man { .. } => false,
         }
     }
 }
@@ -607,14 +629,7 @@ pub fn main() -> i32 {
             clap_complete::generate(*shell, &mut Cli::command(), bin_name(), &mut buf);
             out.write(&String::from_utf8_lossy(&buf)).map(|()| 0)
         }
-        Command::Man => {
-            let mut buf = Vec::new();
-            clap_mangen::Man::new(Cli::command())
-                .render(&mut buf)
-                .map_err(anyhow::Error::from)
-                .and_then(|()| out.write(&String::from_utf8_lossy(&buf)))
-                .map(|()| 0)
-        }
+        Command::Man { command } => man_page(command.as_deref(), &mut out),
     };
     match result {
         Ok(code) => code,

@@ -1236,6 +1236,21 @@ fn man_page_is_roff() {
     for sub in SUBCOMMANDS {
         assert!(out.contains(sub), "man page does not mention {sub}");
     }
+    // A command's own page documents its flags.
+    let r = lpa(&["man", "explain"]);
+    r.assert_code(0);
+    let out = r.out();
+    assert!(out.contains(".TH lpa-explain"), "{}", r.ctx());
+    for flag in ["follow", "fail\\-on", "rules"] {
+        assert!(
+            out.contains(flag),
+            "lpa man explain lacks --{flag}{}",
+            r.ctx()
+        );
+    }
+    let r = lpa(&["man", "nonsense"]);
+    r.assert_code(2);
+    assert!(r.err().contains("no command 'nonsense'"), "{}", r.ctx());
 }
 
 #[test]
