@@ -9,7 +9,7 @@
 
 use super::event::{Event, Level, Producer, Span, Str};
 use super::plain::uptime;
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -17,9 +17,6 @@ use std::fmt;
 
 /// An object's members in input order, values unparsed.
 struct Members<'a>(SmallVec<[(Str<'a>, &'a RawValue); 8]>);
-
-/// A JSON array's elements, unparsed.
-struct Elements<'a>(SmallVec<[&'a RawValue; 12]>);
 
 /// A key, borrowed unless it holds escapes.
 struct Key<'a>(Str<'a>);
@@ -60,26 +57,6 @@ impl<'de> Deserialize<'de> for Members<'de> {
             }
         }
         d.deserialize_map(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for Elements<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Elements<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut s: A) -> Result<Self::Value, A::Error> {
-                let mut out = SmallVec::new();
-                while let Some(e) = s.next_element()? {
-                    out.push(e);
-                }
-                Ok(Elements(out))
-            }
-        }
-        d.deserialize_seq(V)
     }
 }
 
@@ -193,8 +170,9 @@ fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
         });
     }
     // `span` (v2.124.2) repeats the last of `spans`: not read.
-    let spans = get(obj, "spans").and_then(|r| serde_json::from_str::<Elements>(r.get()).ok());
-    for sp in spans.iter().flat_map(|e| &e.0) {
+    let spans: Option<SmallVec<[&RawValue; 12]>> =
+        get(obj, "spans").and_then(|r| serde_json::from_str(r.get()).ok());
+    for sp in spans.iter().flatten() {
         let Some(o) = members(sp) else { continue };
         let mut span = Span {
             name: get(&o, "name").map(scalar).unwrap_or_default(),
