@@ -273,26 +273,23 @@ impl Acc {
             self.last_at = o.last_at;
         }
         self.count += o.count;
-        self.evidence.extend(o.evidence);
-        let mut sources: Vec<String> = Vec::new();
-        let mut keyed: Vec<((usize, u64), Evidence)> = Vec::with_capacity(self.evidence.len());
-        for e in self.evidence.drain(..) {
-            let i = sources
-                .iter()
-                .position(|s| *s == e.source)
-                .unwrap_or_else(|| {
-                    sources.push(e.source.clone());
-                    sources.len() - 1
-                });
-            keyed.push(((i, e.line), e));
+        // Most merges bring lines after all of these (a later block, the
+        // next match): appending keeps the order. Only a match that waited
+        // for an earlier block, or another rule's, needs the sort.
+        let appends = match o.evidence.first() {
+            None => true,
+            Some(f) => match self.evidence.last() {
+                Some(l) if l.source == f.source => l.line < f.line,
+                _ => !self.evidence.iter().any(|e| e.source == f.source),
+            },
+        } && o.evidence.iter().all(|e| o.evidence[0].source == e.source);
+        if appends {
+            let room = MAX_EVIDENCE.saturating_sub(self.evidence.len());
+            self.evidence.extend(o.evidence.into_iter().take(room));
+        } else {
+            self.evidence.extend(o.evidence);
+            in_input_order(&mut self.evidence);
         }
-        keyed.sort_by_key(|(k, _)| *k);
-        keyed.dedup_by_key(|(k, _)| *k);
-        self.evidence = keyed
-            .into_iter()
-            .take(MAX_EVIDENCE)
-            .map(|(_, e)| e)
-            .collect();
         self.merge_subjects(o.subjects, o.workload, o.clients);
     }
 
@@ -801,6 +798,26 @@ fn haystack(ev: &Event<'_>) -> String {
         s.push_str(&ev.text);
     }
     s
+}
+
+/// Orders lines by line within a source, sources as they first appear,
+/// without repeats, keeping the first `MAX_EVIDENCE`.
+fn in_input_order(evidence: &mut Vec<Evidence>) {
+    let mut sources: Vec<String> = Vec::new();
+    let mut keyed: Vec<((usize, u64), Evidence)> = Vec::with_capacity(evidence.len());
+    for e in evidence.drain(..) {
+        let i = sources
+            .iter()
+            .position(|s| *s == e.source)
+            .unwrap_or_else(|| {
+                sources.push(e.source.clone());
+                sources.len() - 1
+            });
+        keyed.push(((i, e.line), e));
+    }
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.dedup_by_key(|(k, _)| *k);
+    evidence.extend(keyed.into_iter().take(MAX_EVIDENCE).map(|(_, e)| e));
 }
 
 /// Subjects are names: masked (`:42340`) or placeholder (`<dst>`) values
