@@ -46,7 +46,7 @@ impl Options {
 /// Tokenizes one block of whole lines into a fresh accumulator.
 pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64, mut acc: A) -> A {
     let arena = Arena::new();
-    let mut tok = Tokenizer::default();
+    let mut tok = Tokenizer::new(&arena);
     let mut emit = |r: &mut Record<'_>| acc.record(source, r);
     for (i, raw) in input::lines(block).enumerate() {
         let line = normalize(raw, &arena);

@@ -103,7 +103,7 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
     let arena: Arena<String> = Arena::new();
     let mut st = engine.whole_state();
     let mut ctx = Context::default();
-    let mut tok = Tokenizer::default();
+    let mut tok = Tokenizer::new(&arena);
     let mut in_fence = false;
     let mut prose = String::new();
     let mut prev_log: Option<(u64, &str)> = None;
@@ -169,6 +169,7 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
             emit(&mut Record::Unparsed {
                 line: n,
                 text: std::borrow::Cow::Borrowed(line),
+                looks_like: None,
             });
         } else {
             tok.push(n, line, &mut emit);

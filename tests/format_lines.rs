@@ -686,7 +686,7 @@ fn run_row(row: &Row, fails: &mut Vec<String>) {
         .collect();
     // The tokenizer, fed exactly as `pipeline::process_block` feeds it.
     let mut recs: Vec<Record<'_>> = Vec::new();
-    let mut tok = Tokenizer::default();
+    let mut tok = Tokenizer::new(&arena);
     for (i, l) in lines.iter().enumerate() {
         tok.push(i as u64 + 1, l, &mut |r| recs.push(r.clone()));
     }

@@ -84,6 +84,12 @@ pub fn unwrap(line: &str) -> Unwrapped<'_> {
     let mut w = Wrapper::default();
     let indented = line.starts_with([' ', '\t']);
     let mut s = line.trim_start();
+    // Markdown emphasis around a pasted line: **line** or __line__.
+    for mark in ["**", "__"] {
+        if let Some(r) = s.strip_prefix(mark) {
+            s = r.strip_suffix(mark).unwrap_or(r);
+        }
+    }
     // Inline code in chat or Markdown: `line`.
     // A span may open on one line and close on a later one, so each end is
     // stripped on its own; a closing backtick counts only when it is unpaired.
@@ -106,6 +112,11 @@ pub fn unwrap(line: &str) -> Unwrapped<'_> {
         w.pod = Some(pod);
         w.container = Some(container);
         w.kind = Some("kubectl-prefix");
+        s = r;
+    } else if let Some((pod, container, r)) = bracket_prefix(s) {
+        w.pod = Some(pod);
+        w.container = Some(container);
+        w.kind = Some("bracket-prefix");
         s = r;
     } else if let Some((pod, container, r)) = stern_prefix(s) {
         w.pod = pod;
@@ -130,6 +141,17 @@ fn kubectl_prefix(s: &str) -> Option<(&str, &str, &str)> {
     let end = r.find("] ")?;
     let inner = &r[..end];
     let (pod, container) = inner.split_once('/')?;
+    if !is_k8s_name(pod) || !is_k8s_name(container) {
+        return None;
+    }
+    Some((pod, container, &r[end + 2..]))
+}
+
+/// `[POD CONTAINER] `, as log shippers and older `kubectl --prefix` wrote it.
+fn bracket_prefix(s: &str) -> Option<(&str, &str, &str)> {
+    let r = s.strip_prefix('[')?;
+    let end = r.find("] ")?;
+    let (pod, container) = r[..end].split_once(' ')?;
     if !is_k8s_name(pod) || !is_k8s_name(container) {
         return None;
     }

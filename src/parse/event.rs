@@ -91,6 +91,12 @@ pub enum Producer {
     RustPanic,
     /// A Go panic with its goroutine dump.
     GoPanic,
+    /// A Go program's stdlib `log` line (`2006/01/02 15:04:05 msg`) without
+    /// proxy-init's marks: a webhook or tap server, or any Go program.
+    GoLog,
+    /// Kubernetes' own output pasted beside the logs: `kubectl describe`
+    /// fields (container states, reasons, exit codes) and events.
+    Kube,
 }
 
 impl Producer {
@@ -108,6 +114,8 @@ impl Producer {
             Producer::ProxyInit => "proxy-init",
             Producer::RustPanic => "rust-panic",
             Producer::GoPanic => "go-panic",
+            Producer::GoLog => "go-log",
+            Producer::Kube => "kube",
         }
     }
 
@@ -116,6 +124,124 @@ impl Producer {
             self,
             Producer::ProxyPlain | Producer::ProxyJson | Producer::ProxyLegacy
         )
+    }
+}
+
+/// Which program printed a line, decided from the line's own marks (its
+/// grammar, target, logrus fields, the container named by a prefix), never
+/// from the wording of its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Component {
+    Proxy,
+    ProxyInit,
+    Cni,
+    Destination,
+    Identity,
+    Policy,
+    ServiceMirror,
+    Injector,
+    Viz,
+    /// A Linkerd Go controller whose line does not say which one.
+    ControlPlane,
+    /// Kubernetes itself: `kubectl describe` and events.
+    Kubernetes,
+    /// An application container's own output.
+    Application,
+    /// No mark tells: unparsed text, or a Go `log` line of any program.
+    #[default]
+    Unknown,
+}
+
+impl Component {
+    pub const ALL: [Component; 13] = [
+        Component::Proxy,
+        Component::ProxyInit,
+        Component::Cni,
+        Component::Destination,
+        Component::Identity,
+        Component::Policy,
+        Component::ServiceMirror,
+        Component::Injector,
+        Component::Viz,
+        Component::ControlPlane,
+        Component::Kubernetes,
+        Component::Application,
+        Component::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Component::Proxy => "proxy",
+            Component::ProxyInit => "proxy-init",
+            Component::Cni => "cni",
+            Component::Destination => "destination",
+            Component::Identity => "identity",
+            Component::Policy => "policy",
+            Component::ServiceMirror => "service-mirror",
+            Component::Injector => "injector",
+            Component::Viz => "viz",
+            Component::ControlPlane => "control-plane",
+            Component::Kubernetes => "kubernetes",
+            Component::Application => "application",
+            Component::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Component> {
+        Component::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// The Go controllers of the control plane (a line of `ControlPlane`
+    /// may be any of them).
+    pub fn is_go_controller(self) -> bool {
+        matches!(
+            self,
+            Component::Destination
+                | Component::Identity
+                | Component::ServiceMirror
+                | Component::Injector
+                | Component::Viz
+                | Component::ControlPlane
+        )
+    }
+
+    /// Does the line carry a mark of a Linkerd component?
+    pub fn is_linkerd(self) -> bool {
+        !matches!(
+            self,
+            Component::Kubernetes | Component::Application | Component::Unknown
+        )
+    }
+}
+
+/// What a line that no Linkerd grammar reads looks like, when its shape is
+/// a well-known one: said to the user, and kept from Linkerd's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Foreign {
+    /// A line from a container that is not Linkerd's (`--prefix`, stern).
+    AppContainer,
+    NginxError,
+    /// nginx or Apache combined/common access log.
+    HttpAccess,
+    EnvoyAccess,
+    JavaTrace,
+    PythonTrace,
+    Syslog,
+}
+
+impl Foreign {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Foreign::AppContainer => "application container output",
+            Foreign::NginxError => "an nginx error log",
+            Foreign::HttpAccess => "an HTTP server access log (nginx/Apache)",
+            Foreign::EnvoyAccess => "an Envoy access log",
+            Foreign::JavaTrace => "a Java stack trace",
+            Foreign::PythonTrace => "a Python traceback",
+            Foreign::Syslog => "a syslog or journal excerpt",
+        }
     }
 }
 
@@ -207,6 +333,10 @@ pub struct Wrapper<'a> {
     pub container: Option<&'a str>,
     /// `kubectl --prefix`, `stern`, `csv` (aggregator export), `quote` (`> `).
     pub kind: Option<&'static str>,
+    /// Text before the record on the same line that no known wrapper
+    /// explains (a shell prompt, a `Message:` field, an export's timestamp,
+    /// a version label), kept rather than lost.
+    pub lead: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,6 +362,8 @@ pub struct Event<'a> {
     /// Physical lines the event covers (panics and init output span several).
     pub lines: u32,
     pub producer: Producer,
+    /// Which program printed it (`component::of`).
+    pub component: Component,
     pub wrapper: Wrapper<'a>,
     /// Seconds since the proxy started.
     pub uptime: Option<f64>,
@@ -251,6 +383,9 @@ pub struct Event<'a> {
     /// The head of the line was lost in the copy (`ThreadId(01) …` with no
     /// uptime or level); the rest was recovered leniently.
     pub truncated_head: bool,
+    /// The line visibly ends mid-record (an unclosed bracket or quote): a
+    /// hard-wrapped copy whose next physical line may continue it.
+    pub cut: bool,
     /// Continuation lines of a multi-line event, joined with `\n`.
     pub continuation: Option<String>,
 }
@@ -261,6 +396,7 @@ impl<'a> Event<'a> {
             line: 0,
             lines: 1,
             producer,
+            component: Component::Unknown,
             wrapper: Wrapper::default(),
             uptime: None,
             timestamp: None,
@@ -273,6 +409,7 @@ impl<'a> Event<'a> {
             text,
             body: "",
             truncated_head: false,
+            cut: false,
             continuation: None,
         }
     }
@@ -284,6 +421,7 @@ impl<'a> Event<'a> {
         self.line = 0;
         self.lines = 1;
         self.producer = producer;
+        self.component = Component::Unknown;
         self.wrapper = Wrapper::default();
         self.uptime = None;
         self.timestamp = None;
@@ -296,6 +434,7 @@ impl<'a> Event<'a> {
         self.text = Cow::Borrowed(text);
         self.body = "";
         self.truncated_head = false;
+        self.cut = false;
         self.continuation = None;
     }
 
@@ -341,7 +480,12 @@ impl Default for Event<'_> {
 #[allow(clippy::large_enum_variant)]
 pub enum Record<'a> {
     Event(Event<'a>),
-    Unparsed { line: u64, text: Str<'a> },
+    Unparsed {
+        line: u64,
+        text: Str<'a>,
+        /// The shape the line has when it is another program's output.
+        looks_like: Option<Foreign>,
+    },
 }
 
 impl<'a> Record<'a> {

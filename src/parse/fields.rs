@@ -186,9 +186,22 @@ pub fn split_body<'a, const N: usize>(
 where
     [(Str<'a>, Str<'a>); N]: smallvec::Array<Item = (Str<'a>, Str<'a>)>,
 {
+    split_body_cut(body, out, allow_message).0
+}
+
+/// `split_body`, also telling whether a value's brackets never closed: the
+/// body was cut (a hard-wrapped copy).
+fn split_body_cut<'a, const N: usize>(
+    body: &'a str,
+    out: &mut smallvec::SmallVec<[(Str<'a>, Str<'a>); N]>,
+    allow_message: bool,
+) -> (Option<&'a str>, bool)
+where
+    [(Str<'a>, Str<'a>); N]: smallvec::Array<Item = (Str<'a>, Str<'a>)>,
+{
     let b = body.as_bytes();
     if b.is_empty() {
-        return None;
+        return (None, false);
     }
     let mut message = None;
     let mut i = 0;
@@ -196,7 +209,7 @@ where
         if !allow_message {
             // Span fields never hold a message; keep the text as one value.
             out.push((Cow::Borrowed(""), Cow::Borrowed(body)));
-            return None;
+            return (None, false);
         }
         let end = next_boundary(b, 0).unwrap_or(b.len());
         message = Some(&body[..end]);
@@ -207,7 +220,7 @@ where
         let start = key_len(b).unwrap() + 1;
         match quoted_end(b, start) {
             Some(e) if e == b.len() || is_boundary(b, e) => {}
-            _ => return Some(body),
+            _ => return (Some(body), false),
         }
     }
     let mark = out.len();
@@ -230,7 +243,7 @@ where
         i = end + 1;
     }
     debug_assert!(out.len() >= mark);
-    message
+    (message, unbalanced)
 }
 
 /// Splits a `Fields` list value such as `[a, b, c]` on top-level `, `.
@@ -261,8 +274,9 @@ pub fn split_list(v: &str) -> Vec<&str> {
     out
 }
 
-pub fn push_fields<'a>(body: &'a str, out: &mut Fields<'a>) -> Option<&'a str> {
-    split_body(body, out, true)
+/// The message and fields of an event body; `true` when the body was cut.
+pub fn push_fields<'a>(body: &'a str, out: &mut Fields<'a>) -> (Option<&'a str>, bool) {
+    split_body_cut(body, out, true)
 }
 
 #[cfg(test)]
@@ -272,7 +286,7 @@ mod tests {
 
     fn split(body: &str) -> (Option<&str>, Vec<(String, String)>) {
         let mut f: Fields = SmallVec::new();
-        let m = push_fields(body, &mut f);
+        let (m, _) = push_fields(body, &mut f);
         (
             m,
             f.into_iter()

@@ -4,13 +4,21 @@
 use super::event::{Event, Level, Producer};
 use std::borrow::Cow;
 
-/// logrus `TextFormatter`: `time="…" level=info msg="…" k=v k="v"`.
+/// logrus `TextFormatter`: `time="…" level=info msg="…" k=v k="v"`; also
+/// what is left of one when a copy lost its head: `level=error msg="…"`,
+/// or `msg="…"` alone.
 pub fn logrus<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
-    if !s.starts_with("time=\"") {
+    let loose = if s.starts_with("time=\"") {
+        false
+    } else if s.starts_with("level=") || s.starts_with("msg=\"") {
+        true
+    } else {
         return None;
-    }
+    };
     ev.reset(Producer::Logrus, s);
-    for (k, v) in logfmt(s) {
+    let mut cut = false;
+    for (k, v, open) in logfmt(s) {
+        cut |= open;
         match k {
             "time" => ev.timestamp = Some(v),
             "level" => ev.level = Level::parse(&v),
@@ -18,11 +26,18 @@ pub fn logrus<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
             _ => ev.fields.push((Cow::Borrowed(k), v)),
         }
     }
-    ev.level.map(|_| ())
+    ev.cut = cut;
+    ev.truncated_head = loose;
+    if ev.level.is_some() || (loose && ev.message.is_some()) {
+        Some(())
+    } else {
+        None
+    }
 }
 
-/// `key=bare` or `key="Go %q quoted"` pairs.
-fn logfmt(s: &str) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
+/// `key=bare` or `key="Go %q quoted"` pairs; `true` for a quote that
+/// never closed.
+fn logfmt(s: &str) -> impl Iterator<Item = (&str, Cow<'_, str>, bool)> {
     let b = s.as_bytes();
     let mut i = 0;
     std::iter::from_fn(move || {
@@ -44,11 +59,11 @@ fn logfmt(s: &str) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
             // An unterminated quote runs to the end of the line; do not step
             // past it (`s[i..]` on the next pair would be out of bounds).
             i = (end + 1).min(b.len());
-            Some((key, go_unquote(&s[start + 1..end])))
+            Some((key, go_unquote(&s[start + 1..end]), j >= b.len()))
         } else {
             let end = s[start..].find(' ').map_or(b.len(), |e| start + e);
             i = end;
-            Some((key, Cow::Borrowed(&s[start..end])))
+            Some((key, Cow::Borrowed(&s[start..end]), false))
         }
     })
 }
@@ -108,20 +123,77 @@ pub fn klog<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     Some(())
 }
 
-/// proxy-init ≤ v1.3 (Go stdlib `log`): `2020/07/15 16:22:43 message`.
-pub fn proxy_init<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
+/// Go stdlib `log`: `2020/07/15 16:22:43[.micros] message`. proxy-init
+/// ≤ v1.3 writes it, and so does every Go program: the line is
+/// proxy-init's only when its message carries proxy-init's marks.
+pub fn go_log<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let b = s.as_bytes();
     if b.len() < 20
         || !(b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'/' && b[7] == b'/')
         || b[10] != b' '
         || b[13] != b':'
-        || b[19] != b' '
+        || b[16] != b':'
     {
         return None;
     }
-    init_event(s, &s[20..], ev);
-    ev.timestamp = Some(Cow::Borrowed(&s[..19]));
+    let mut end = 19;
+    if b[end] == b'.' {
+        end += 1;
+        while b.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+    }
+    if b.get(end) != Some(&b' ') {
+        return None;
+    }
+    let msg = &s[end + 1..];
+    // nginx's error log shares the stamp: `[error] 12#12: …`.
+    if is_nginx_level(msg) {
+        return None;
+    }
+    init_event(s, msg, ev);
+    if !is_init_message(msg) {
+        ev.producer = Producer::GoLog;
+        ev.level = Some(if go_log_is_error(msg) {
+            Level::Error
+        } else {
+            Level::Info
+        });
+    }
+    ev.timestamp = Some(Cow::Borrowed(&s[..end]));
     Some(())
+}
+
+fn is_nginx_level(msg: &str) -> bool {
+    let Some(r) = msg.strip_prefix('[') else {
+        return false;
+    };
+    [
+        "emerg]", "alert]", "crit]", "error]", "warn]", "notice]", "info]", "debug]",
+    ]
+    .iter()
+    .any(|l| r.starts_with(l))
+}
+
+/// What proxy-init ≤ v1.3 prints: its trace of the iptables commands it
+/// runs (`> iptables …`, `< output`) and its own sentences.
+fn is_init_message(msg: &str) -> bool {
+    msg.starts_with("> ")
+        || msg.starts_with("< ")
+        || msg.contains("iptables")
+        || msg.contains("PROXY_INIT")
+        || msg.contains("firewall configuration")
+        || msg.starts_with("Tracing this script execution")
+        || msg.starts_with("Will ignore port")
+        || msg.starts_with("Will redirect")
+        || msg.starts_with("Ignoring uid")
+}
+
+/// Go's stdlib logger has no levels; an error reads as one.
+fn go_log_is_error(msg: &str) -> bool {
+    ["error", "Error", "failed", "Failed", "panic", "fatal"]
+        .iter()
+        .any(|w| msg.contains(w))
 }
 
 /// proxy-init ≤ v1.3 with the front of its stamp cut off, as a truncated
@@ -275,7 +347,7 @@ mod tests {
         assert_eq!(ev.target(), "reflector.go:138");
         assert_eq!(ev.timestamp.as_deref(), Some("0203 21:30:24.000001"));
         let ev = with(
-            proxy_init,
+            go_log,
             "2020/07/15 16:22:43 < Chain PREROUTING (policy ACCEPT 0 packets, 0 bytes)",
         )
         .unwrap();

@@ -112,6 +112,11 @@ pub fn lenient<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
         if lvl.is_none() && !before.is_empty() && !before.ends_with(']') {
             return None;
         }
+        // An uptime bracket after other text: the record starts there
+        // (`recover` finds it and keeps the text before as a lead).
+        if before.find('[').is_some_and(|i| i > 0) {
+            return None;
+        }
         ev.level = lvl;
         // What precedes the level is the clock a pipeline wrote in place of
         // the uptime (`Jan 15 16:34:57.892`, log-format.md P38), or a copied
@@ -314,8 +319,10 @@ pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Op
         if anchored {
             return None;
         }
-        // No target at all: keep the text as the message.
+        // No target at all: keep the text as the message. A span stack that
+        // never closes is a copy cut in the middle of the head.
         ev.message = Some(Cow::Borrowed(rest)).filter(|m| !m.is_empty());
+        ev.cut = memchr::memchr_iter(b'{', b).count() > memchr::memchr_iter(b'}', b).count();
         return Some(());
     };
     let h1 = &rest[..h1_end];
@@ -342,42 +349,94 @@ pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Op
         ev.target = Some(Cow::Borrowed(target));
     }
     ev.body = body;
-    ev.message = push_fields(body, &mut ev.fields).map(Cow::Borrowed);
+    let (message, cut) = push_fields(body, &mut ev.fields);
+    ev.message = message.map(Cow::Borrowed);
+    ev.cut = cut;
     Some(())
 }
 
-/// Proxies before stable-2.7: `WARN [  12.345678s] target message`, with
-/// optional `ctx={k=v …}` contexts before the target and level spellings
-/// `ERR!`, `DBUG`, `TRCE`.
+/// Proxies before stable-2.7 (research/proxy-catalog OLD-001/002/003):
+/// `LEVEL [uptime] ctx target message`, the uptime optional (the earliest
+/// env_logger format has none), levels `ERR!`/`WARN`/`INFO`/`DBUG`/`TRCE`,
+/// then any number of contexts (`proxy={server=in listen=… remote=…}`,
+/// `admin={client=control dst=…}`, a bare `{bg=resolver}`), or a bare
+/// `authority:port`, then the target without a colon.
 pub fn proxy_legacy<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let (lvl, rest) = s.split_once(' ')?;
     if lvl.len() != 4 {
         return None;
     }
     let level = Level::parse(lvl)?;
-    let (up, _, rest) = uptime(rest.trim_start())?;
+    let rest = rest.trim_start();
+    let (up, mut rest) = match uptime(rest) {
+        Some((u, _, r)) => (Some(u), r.trim_start()),
+        None => (None, rest),
+    };
     ev.reset(Producer::ProxyLegacy, s);
     ev.level = Some(level);
-    ev.uptime = Some(up);
-    let mut rest = rest.trim_start();
-    while let Some(open) = rest.find("={").filter(|&p| is_target(&rest[..p])) {
-        // The context's fields may hold spaces: it ends at its closing brace.
-        let close = close_of(rest.as_bytes(), open + 1, &BRACES)?;
+    ev.uptime = up;
+    loop {
+        let (name, open) = if rest.starts_with('{') {
+            ("", 0)
+        } else if let Some(p) = rest.find("={").filter(|&p| is_target(&rest[..p])) {
+            (&rest[..p], p + 1)
+        } else {
+            break;
+        };
         let mut span = Span {
-            name: Cow::Borrowed(&rest[..open]),
+            name: Cow::Borrowed(name),
             fields: SmallVec::new(),
         };
-        split_body(&rest[open + 2..close], &mut span.fields, false);
+        // The context's fields may hold spaces: it ends at its closing brace.
+        // One that never closes is a copy cut inside it.
+        let Some(close) = close_of(rest.as_bytes(), open, &BRACES) else {
+            split_body(&rest[open + 1..], &mut span.fields, false);
+            ev.spans.push(span);
+            ev.cut = true;
+            return Some(());
+        };
+        split_body(&rest[open + 1..close], &mut span.fields, false);
         ev.spans.push(span);
         rest = rest[close + 1..].trim_start();
     }
-    let (target, body) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (mut target, mut body) = rest.split_once(' ').unwrap_or((rest, ""));
+    if !is_target(target) && is_authority(target) {
+        // A bare `host:port` context: the destination the task serves.
+        let mut span = Span {
+            name: Cow::Borrowed("authority"),
+            fields: SmallVec::new(),
+        };
+        span.fields
+            .push((Cow::Borrowed("addr"), Cow::Borrowed(target)));
+        ev.spans.push(span);
+        (target, body) = body.split_once(' ').unwrap_or((body, ""));
+    }
     if !is_target(target) {
+        return None;
+    }
+    // Without an uptime the head is a level word and a path, which prose
+    // can also be: demand a real crate path then.
+    if up.is_none()
+        && !(target.contains("::")
+            || target.starts_with("linkerd")
+            || target.starts_with("conduit"))
+    {
         return None;
     }
     ev.target = Some(Cow::Borrowed(target));
     ev.message = Some(Cow::Borrowed(body)).filter(|m| !m.is_empty());
     Some(())
+}
+
+/// `host:port` (a name or an IPv4/IPv6 address, then a port).
+fn is_authority(s: &str) -> bool {
+    s.rsplit_once(':').is_some_and(|(h, p)| {
+        !h.is_empty()
+            && !p.is_empty()
+            && p.bytes().all(|c| c.is_ascii_digit())
+            && h.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b':' | b'[' | b']'))
+    })
 }
 
 #[cfg(test)]

@@ -41,6 +41,7 @@ struct EventOut<'r, 'e> {
     line: u64,
     lines: u32,
     producer: &'static str,
+    component: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     level: Option<Level>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,6 +54,9 @@ struct EventOut<'r, 'e> {
     pod: Option<&'r str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     container: Option<&'r str>,
+    /// Text before the record on its line (a prompt, a describe field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lead: Option<&'r str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thread: Option<&'r str>,
     spans: Vec<SpanOut<'r, 'e>>,
@@ -92,6 +96,8 @@ struct UnparsedOut<'r> {
     line: u64,
     lines: u32,
     text: &'r str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    looks_like: Option<&'static str>,
 }
 
 fn event_out<'r, 'e>(source: &'r str, e: &'r Event<'e>) -> EventOut<'r, 'e> {
@@ -101,12 +107,14 @@ fn event_out<'r, 'e>(source: &'r str, e: &'r Event<'e>) -> EventOut<'r, 'e> {
         line: e.line,
         lines: e.lines,
         producer: e.producer.as_str(),
+        component: e.component.as_str(),
         level: e.level,
         uptime: e.uptime,
         timestamp: e.timestamp.as_deref(),
         wrapper_timestamp: e.wrapper.timestamp,
         pod: e.wrapper.pod,
         container: e.wrapper.container,
+        lead: e.wrapper.lead,
         thread: e.thread.as_deref(),
         spans: e.spans.iter().map(SpanOut).collect(),
         target: e.target.as_deref(),
@@ -130,7 +138,11 @@ fn event_out<'r, 'e>(source: &'r str, e: &'r Event<'e>) -> EventOut<'r, 'e> {
 pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
     let r = match rec {
         Record::Event(e) => serde_json::to_writer(&mut *out, &event_out(source, e)),
-        Record::Unparsed { line, text } => serde_json::to_writer(
+        Record::Unparsed {
+            line,
+            text,
+            looks_like,
+        } => serde_json::to_writer(
             &mut *out,
             &UnparsedOut {
                 kind: "unparsed",
@@ -138,6 +150,7 @@ pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
                 line: *line,
                 lines: 1,
                 text,
+                looks_like: looks_like.map(|f| f.as_str()),
             },
         ),
     };

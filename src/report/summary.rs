@@ -395,7 +395,7 @@ impl Accumulator for SummaryAcc<'_> {
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         match rec {
             Record::Event(ev) => self.event(source, ev),
-            Record::Unparsed { line, text } => {
+            Record::Unparsed { line, text, .. } => {
                 let s = &mut self.summary;
                 s.unparsed += 1;
                 s.lines += 1;

@@ -174,6 +174,8 @@ fn producer_family(p: Producer) -> &'static str {
         Producer::ProxyInit => "init",
         Producer::AccessApache | Producer::AccessJson => "access",
         Producer::RustPanic | Producer::GoPanic => "panic",
+        Producer::GoLog => "go-log",
+        Producer::Kube => "kube",
     }
 }
 
@@ -757,7 +759,7 @@ impl Accumulator for State<'_> {
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         match rec {
             Record::Event(ev) => self.observe(source, ev),
-            Record::Unparsed { line, text } => {
+            Record::Unparsed { line, text, .. } => {
                 self.stats.unparsed += 1;
                 self.stats.lines += 1;
                 if !text.is_empty() {

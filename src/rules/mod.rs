@@ -308,7 +308,15 @@ pub const IDS: &[&str] = &[
     "admin.non-http",
 ];
 
-const PRODUCER_FAMILIES: &[&str] = &["proxy", "control-plane", "init", "access", "panic"];
+const PRODUCER_FAMILIES: &[&str] = &[
+    "proxy",
+    "control-plane",
+    "init",
+    "access",
+    "panic",
+    "go-log",
+    "kube",
+];
 
 /// A problem in a rules file, located at `file:line`.
 #[derive(Debug)]
@@ -413,7 +421,7 @@ pub fn parse_rules(file: &str, text: &str) -> std::result::Result<KnowledgeBase,
             if !PRODUCER_FAMILIES.contains(&p.as_str()) {
                 err(
                     format!("rule '{}': unknown producer family '{p}'", r.name),
-                    "use proxy, control-plane, init, access or panic",
+                    "use proxy, control-plane, init, access, panic, go-log or kube",
                 );
             }
         }
