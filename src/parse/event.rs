@@ -130,7 +130,9 @@ impl Producer {
 /// Which program printed a line, decided from the line's own marks (its
 /// grammar, target, logrus fields, the container named by a prefix), never
 /// from the wording of its message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Component {
     Proxy,

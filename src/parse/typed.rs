@@ -7,6 +7,29 @@ use super::fields::split_list;
 use serde::Serialize;
 use std::borrow::Cow;
 
+/// Which way the traffic of a line goes, through this proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Toward the local application (the inbound proxy).
+    Inbound,
+    /// Toward another service (the outbound proxy; also requests a
+    /// multicluster gateway forwards).
+    Outbound,
+    /// No span tells.
+    Unknown,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Inbound => "inbound",
+            Direction::Outbound => "outbound",
+            Direction::Unknown => "unknown",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Tls<'a> {
     /// `none`, `established`, `passthru`, or the raw state's name.
@@ -218,7 +241,16 @@ impl<'a> Event<'a> {
         }
         self.span_first(&["proxy", "tcp.forward"], &["addr"])
             .filter(|_| self.has_span("outbound"))
+            .or_else(|| self.legacy_client_dst())
+            .or_else(|| self.span_first(&["authority"], &["addr"]))
             .map(Cow::Borrowed)
+    }
+
+    /// Pre-2.7 `proxy={client=out dst=…}`: the upstream a task connects to.
+    fn legacy_client_dst(&self) -> Option<&str> {
+        self.span("proxy")
+            .filter(|s| s.field("client") == Some("out"))
+            .and_then(|s| s.field("dst"))
     }
 
     /// The endpoint (pod address) a connection was made to.
@@ -231,6 +263,39 @@ impl<'a> Event<'a> {
             self.first_of(&["server.addr", "peer.addr"])
                 .filter(|_| !self.has_span("inbound") || self.has_span("gateway"))
         })
+        .or_else(|| self.legacy_client_dst())
+    }
+
+    /// Which way the line's traffic goes, from its spans in every
+    /// release's layout (research/proxy-catalog SPN-006..008, OLD-003).
+    pub fn direction(&self) -> Direction {
+        if self.has_span("gateway") {
+            return Direction::Outbound;
+        }
+        for s in &self.spans {
+            match s.name.as_ref() {
+                "inbound" => return Direction::Inbound,
+                "outbound" => return Direction::Outbound,
+                // Pre-2.7 contexts: `proxy={server=in …}`, `{client=out …}`.
+                "proxy" => match s.field("server").or_else(|| s.field("client")) {
+                    Some("in") => return Direction::Inbound,
+                    Some("out") => return Direction::Outbound,
+                    _ => {}
+                },
+                // 2.9–2.11 without the root span: `server{port=…}` is the
+                // inbound server, `server{orig_dst=…}` the outbound one.
+                "server" => {
+                    if s.field("orig_dst").is_some() {
+                        return Direction::Outbound;
+                    }
+                    if s.field("port").is_some() {
+                        return Direction::Inbound;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Direction::Unknown
     }
 
     /// HTTP status as a number (`status=503 Service Unavailable`, `"status":404`).

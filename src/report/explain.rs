@@ -4,7 +4,8 @@
 use super::style::Style;
 use crate::parse::typed::EraRange;
 use crate::parse::Era;
-use crate::rules::engine::{Finding, Stats};
+use crate::rules::engine::{Finding, Stats, UnmatchedEntry};
+use crate::rules::unmatched::Unmatched;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -26,14 +27,23 @@ pub struct Report {
     /// The eras the log's wording allows (`min`/`max`, null when unbounded).
     pub era_range: EraRange,
     pub notes: Vec<String>,
+    /// Warnings and errors no rule placed, by template: not findings.
+    pub unmatched: Vec<UnmatchedEntry>,
+    /// Lines past the unmatched table's capacity.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unmatched_more: u64,
     #[serde(skip)]
     pub stats: Stats,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 pub const DEBUG_ANNOTATION: &str = "config.linkerd.io/proxy-log-level: linkerd=debug,info";
 
 impl Report {
-    pub fn new(findings: Vec<Finding>, stats: Stats) -> Report {
+    pub fn new(findings: Vec<Finding>, stats: Stats, unmatched: Unmatched) -> Report {
         let mut notes = Vec::new();
         if stats.lines == 0 {
             notes.push("The input is empty.".to_string());
@@ -65,6 +75,8 @@ impl Report {
             era: stats.era.era().map(Era::as_str),
             era_range: stats.era.range(),
             notes,
+            unmatched_more: unmatched.more,
+            unmatched: unmatched.ranked(),
             stats,
         }
     }

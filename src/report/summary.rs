@@ -1,19 +1,16 @@
 //! `lpa summarize`: what a log holds, in one streaming pass with bounded
 //! memory (every table keeps at most a fixed number of keys).
 
-use super::explain::elide;
 use super::style::Style;
 use crate::parse::typed::{host_of, EraVote};
 use crate::parse::{Event, Level, Record};
 use crate::pipeline::Accumulator;
 use crate::rules::engine::{Engine, EraSampler};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
-use regex::Regex;
 use serde::Serialize;
 use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::LazyLock;
 
 /// Keys kept per table; past this, new keys count under `(other)`.
 const MAX_KEYS: usize = 2000;
@@ -21,41 +18,7 @@ const MAX_KEYS: usize = 2000;
 const MAX_SECONDS: usize = 200_000;
 const OTHER: &str = "(other)";
 
-/// Masks what varies between occurrences of one message: addresses,
-/// numbers, identities, hex, quoted values.
-pub fn template(s: &str) -> String {
-    static RX: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-        [
-            (
-                r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.serviceaccount\.identity\.[A-Za-z0-9.-]+",
-                "<identity>",
-            ),
-            (
-                r"[a-z0-9-]+(\.[a-z0-9-]+)*\.svc\.cluster\.local(:\d+)?",
-                "<svc>",
-            ),
-            (r"\[[0-9a-fA-F:]*:[0-9a-fA-F:]*\](:\d+)?", "<ip>"),
-            (r"\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b", "<ip>"),
-            (r":\d{2,5}\b", ":<port>"),
-            (r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b", "<hex>"),
-            (r#""[^"]*""#, "\"…\""),
-            (r"\b\d+(\.\d+)?(ms|s|µs|ns)?\b", "<n>"),
-        ]
-        .into_iter()
-        .map(|(r, t)| (Regex::new(r).expect("static regex"), t))
-        .collect()
-    });
-    let mut out = s.trim().to_string();
-    for (rx, t) in RX.iter() {
-        if rx.is_match(&out) {
-            out = rx.replace_all(&out, *t).into_owned();
-        }
-    }
-    if out.len() > 240 {
-        out = elide(&out, 240);
-    }
-    out
-}
+pub use crate::rules::engine::template;
 
 /// The key counted for every key past a full table's `MAX_KEYS`.
 trait Overflow {

@@ -1,0 +1,743 @@
+//! Correlating matches while the input is read: each line's winning rules
+//! (the most specific mechanism wins its line), groups per rule and
+//! subject, tags on connections (`sz=0`, then `identity required`), the
+//! destination a connection's earlier lines named, and matches that wait
+//! for what a block before theirs said.
+
+use super::conns::{ConnCtx, Missing, Recent};
+use super::finding::{Evidence, Seen, Values};
+use super::matching::{Caps, Engine, Line};
+use super::unmatched::{error_worded, Unmatched};
+use super::{Rule, Subject, TagKey};
+use crate::parse::typed::{host_of, EraVote};
+use crate::parse::{Event, Foreign, Level, Producer, Record};
+use crate::pipeline::Accumulator;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// Evidence lines kept per finding.
+pub const MAX_EVIDENCE: usize = 5;
+/// Distinct client IPs counted exactly per finding.
+const MAX_CLIENTS: usize = 4096;
+/// Inputs (or pods of a prefixed stream) named per finding.
+const MAX_PROXIES: usize = 64;
+/// Groups (findings) per rule before the rest share one.
+const MAX_GROUPS: usize = 256;
+/// Lines per block waiting only for an earlier block's connection context;
+/// past this, a line keeps what its block knows. (Lines waiting for tags
+/// always wait: a wrong tag decision would add or drop a finding.)
+const MAX_PENDING: u32 = 4096;
+/// Proxy lines per block scanned for era cues, beside every warning and error.
+const ERA_SAMPLE: u32 = 2000;
+
+/// One (rule, group) while the input is read.
+#[derive(Debug, Clone, Default)]
+pub struct Acc {
+    pub count: u64,
+    /// The earliest lines, in input order.
+    pub evidence: Vec<Evidence>,
+    pub first: Seen,
+    pub last: Seen,
+    /// Where `first` and `last` were seen: (source, line).
+    pub first_at: (String, u64),
+    pub last_at: (String, u64),
+    pub subjects: BTreeMap<Subject, Values>,
+    pub workload: Values,
+    pub clients: BTreeSet<String>,
+    /// The proxies (inputs, or pods of a prefixed stream) the lines are from.
+    pub proxies: BTreeSet<String>,
+    /// Some line is a Linkerd component's event (not fallback text).
+    pub attributed: bool,
+}
+
+impl Acc {
+    /// Adds other matches: a later block's, a match that waited for an
+    /// earlier block (so it may come before some of this one's), or another
+    /// rule's with the same verdict. Within a source, lines keep input order
+    /// whatever the order of merging; sources keep the order they came in.
+    pub fn merge(&mut self, o: Acc) {
+        if o.count == 0 {
+            return;
+        }
+        let before = |a: &(String, u64), b: &(String, u64)| a.0 == b.0 && a.1 < b.1;
+        if self.count == 0 || before(&o.first_at, &self.first_at) {
+            self.first = o.first;
+            self.first_at = o.first_at;
+        }
+        if self.count == 0 || !before(&o.last_at, &self.last_at) {
+            self.last = o.last;
+            self.last_at = o.last_at;
+        }
+        self.count += o.count;
+        self.attributed |= o.attributed;
+        // Most merges bring lines after all of these (a later block, the
+        // next match): appending keeps the order. Only a match that waited
+        // for an earlier block, or another rule's, needs the sort.
+        let appends = match o.evidence.first() {
+            None => true,
+            Some(f) => match self.evidence.last() {
+                Some(l) if l.source == f.source => l.line < f.line,
+                _ => !self.evidence.iter().any(|e| e.source == f.source),
+            },
+        } && o.evidence.iter().all(|e| o.evidence[0].source == e.source);
+        if appends {
+            let room = MAX_EVIDENCE.saturating_sub(self.evidence.len());
+            self.evidence.extend(o.evidence.into_iter().take(room));
+        } else {
+            self.evidence.extend(o.evidence);
+            in_input_order(&mut self.evidence);
+        }
+        for (k, v) in o.subjects {
+            self.subjects.entry(k).or_default().merge(v);
+        }
+        self.workload.merge(o.workload);
+        for c in o.clients {
+            if self.clients.len() >= MAX_CLIENTS {
+                break;
+            }
+            self.clients.insert(c);
+        }
+        for p in o.proxies {
+            if self.proxies.len() < MAX_PROXIES {
+                self.proxies.insert(p);
+            }
+        }
+    }
+}
+
+/// One rule's match of a line, before the line's verdict.
+#[derive(Debug, Clone)]
+struct Match {
+    rule: usize,
+    /// The connection whose tags decide it, when its rule asks for tags.
+    tags_of: Option<String>,
+    acc: Acc,
+}
+
+/// A line whose verdict waits for what came before its block.
+#[derive(Debug, Clone)]
+struct Pending {
+    matches: Vec<Match>,
+    /// The connection whose earlier lines may name what the line did not.
+    ctx_of: Option<String>,
+    missing: Missing,
+    /// What the line adds to the unrecognised warnings if no rule wins it.
+    unmatched: Option<(String, Option<Level>, Evidence)>,
+}
+
+/// What the whole input held, beside the findings.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub lines: u64,
+    pub events: u64,
+    pub unparsed: u64,
+    pub levels: [u64; 5],
+    pub proxy_events: u64,
+    /// Lines that carry a Linkerd mark (a component's event, or the word).
+    pub linkerd_lines: u64,
+    /// Lines a `known` rule recognised as harmless or neutral.
+    pub known: u64,
+    /// Unparsed lines by the shape of the program that wrote them.
+    pub foreign: BTreeMap<Foreign, u64>,
+    /// The inputs in the order they were read.
+    pub sources: Vec<String>,
+    pub era: EraVote,
+}
+
+impl Stats {
+    fn merge(&mut self, o: &Stats) {
+        self.lines += o.lines;
+        self.events += o.events;
+        self.unparsed += o.unparsed;
+        for i in 0..5 {
+            self.levels[i] += o.levels[i];
+        }
+        self.proxy_events += o.proxy_events;
+        self.linkerd_lines += o.linkerd_lines;
+        self.known += o.known;
+        for (k, n) in &o.foreign {
+            *self.foreign.entry(*k).or_insert(0) += n;
+        }
+        for s in &o.sources {
+            self.see_source(s);
+        }
+        self.era.merge(&o.era);
+    }
+
+    fn see_source(&mut self, s: &str) {
+        if self.sources.last().is_none_or(|l| l != s) && !self.sources.iter().any(|x| x == s) {
+            self.sources.push(s.to_string());
+        }
+    }
+
+    /// DEBUG or TRACE lines were captured (connect errors are at DEBUG).
+    pub fn has_debug(&self) -> bool {
+        self.levels[0] + self.levels[1] > 0
+    }
+
+    pub fn source_index(&self, s: &str) -> usize {
+        self.sources.iter().position(|x| x == s).unwrap_or(usize::MAX)
+    }
+}
+
+/// Per-block (and, after merging, whole-input) matching state.
+#[derive(Clone)]
+pub struct State<'e> {
+    pub(super) engine: &'e Engine,
+    pub(super) groups: HashMap<(usize, String), Acc>,
+    tags: Recent<u32>,
+    pending: Vec<Pending>,
+    waiting_for_context: u32,
+    /// The destination and endpoint last seen on each connection, for
+    /// matches whose own line does not name them (2.7-era error lines).
+    conns: Recent<ConnCtx>,
+    pub stats: Stats,
+    pub(super) unmatched: Unmatched,
+    /// A block of a larger input defers lines on connections it has not
+    /// seen (their tags or context may be in an earlier block) to the
+    /// merge; a state that reads the whole input decides at once (so
+    /// follow mode keeps nothing pending).
+    defer: bool,
+    candidates: Vec<usize>,
+    era_sampler: EraSampler,
+}
+
+/// Collects a log's era cues: the format cues of every line, and the
+/// release-specific wording of a sample of lines. One release writes a whole
+/// log, so a sample (and every warning or error) settles its era without
+/// scanning each line.
+#[derive(Debug, Clone)]
+pub struct EraSampler {
+    budget: u32,
+}
+
+impl Default for EraSampler {
+    fn default() -> Self {
+        EraSampler { budget: ERA_SAMPLE }
+    }
+}
+
+impl EraSampler {
+    pub fn observe(&mut self, engine: &Engine, ev: &Event<'_>, vote: &mut EraVote) {
+        let cue = ev.era_cue();
+        if !cue.is_empty() {
+            vote.add(cue);
+        }
+        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
+        if ev.producer.is_proxy() && (self.budget > 0 || loud) {
+            self.budget = self.budget.saturating_sub(1);
+            let text = if ev.body.is_empty() {
+                &ev.text
+            } else {
+                ev.body
+            };
+            for c in engine.era_cues(text) {
+                vote.add(c);
+            }
+        }
+    }
+}
+
+fn level_index(l: Level) -> usize {
+    Level::ALL.iter().position(|x| *x == l).unwrap_or(2)
+}
+
+impl Engine {
+    /// State for a whole input read in order (follow mode, tickets).
+    pub fn whole_state(&self) -> State<'_> {
+        State {
+            defer: false,
+            ..self.state()
+        }
+    }
+
+    /// State for one block of an input read in parallel blocks.
+    pub fn state(&self) -> State<'_> {
+        State {
+            engine: self,
+            groups: HashMap::new(),
+            tags: Recent::default(),
+            pending: Vec::new(),
+            waiting_for_context: 0,
+            conns: Recent::default(),
+            stats: Stats::default(),
+            unmatched: Unmatched::default(),
+            defer: true,
+            candidates: Vec::new(),
+            era_sampler: EraSampler::default(),
+        }
+    }
+}
+
+/// Does a rule report something (a finding, or a known line)?
+fn reports(r: &Rule) -> bool {
+    r.id.is_some() || r.known.is_some()
+}
+
+fn needs_tags(r: &Rule) -> bool {
+    !r.requires_tag.is_empty() || !r.forbids_tag.is_empty()
+}
+
+impl<'e> State<'e> {
+    /// Folds a later block's state into this one (input order).
+    pub fn merge(&mut self, later: State<'e>) {
+        for p in later.pending {
+            self.resolve(p, true);
+        }
+        // In a fixed order: past MAX_GROUPS, which groups share one must
+        // not change from run to run.
+        let mut groups: Vec<_> = later.groups.into_iter().collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        for (k, a) in groups {
+            self.add_acc(k.0, k.1, a);
+        }
+        self.tags.absorb(later.tags, |t, l| *t |= l);
+        self.conns.absorb(later.conns, ConnCtx::absorb);
+        self.stats.merge(&later.stats);
+        self.unmatched.merge(later.unmatched);
+    }
+
+    /// Decides a waiting line with what this state, all of the input
+    /// before the line's block, knows (`earlier`), or with nothing.
+    fn resolve(&mut self, p: Pending, earlier: bool) {
+        let ctx = p
+            .ctx_of
+            .as_deref()
+            .filter(|_| earlier)
+            .and_then(|c| self.conns.get(c))
+            .cloned();
+        let mut matches = p.matches;
+        if let Some(ctx) = &ctx {
+            for m in &mut matches {
+                add_context(&mut m.acc, ctx, p.missing);
+            }
+        }
+        let explained = self.decide(matches, earlier);
+        if let (false, Some((t, l, e))) = (explained, p.unmatched) {
+            self.unmatched.add(&t, l, || e);
+        }
+    }
+
+    /// The line's verdict: of the rules whose tag conditions hold, those of
+    /// the highest weight win it (the most specific mechanism); a wrapper
+    /// message defers to the error it wraps. True when some rule did.
+    fn decide(&mut self, matches: Vec<Match>, tags_known: bool) -> bool {
+        let engine = self.engine;
+        let mut live: Vec<Match> = Vec::with_capacity(matches.len());
+        for m in matches {
+            let have = m
+                .tags_of
+                .as_deref()
+                .filter(|_| tags_known)
+                .and_then(|c| self.tags.get(c).copied())
+                .unwrap_or(0);
+            if !needs_tags(&engine.rules[m.rule]) || self.tag_condition(m.rule, have) {
+                live.push(m);
+            }
+        }
+        let Some(best) = live.iter().map(|m| engine.rules[m.rule].weight).max() else {
+            return false;
+        };
+        for m in live {
+            let r = &engine.rules[m.rule];
+            if r.weight != best {
+                continue;
+            }
+            if r.known.is_some() {
+                self.stats.known += 1;
+                continue;
+            }
+            let group = group_of(r, &m.acc);
+            self.add_acc(m.rule, group, m.acc);
+        }
+        true
+    }
+
+    fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
+        let n = self.groups.keys().filter(|k| k.0 == rule).count();
+        let key = if n >= MAX_GROUPS && !self.groups.contains_key(&(rule, group.clone())) {
+            (rule, String::new())
+        } else {
+            (rule, group)
+        };
+        self.groups.entry(key).or_default().merge(acc);
+    }
+
+    fn tag_condition(&self, rule: usize, have: u32) -> bool {
+        let r = &self.engine.rules[rule];
+        let req = self.engine.bits(&r.requires_tag);
+        let forbid = self.engine.bits(&r.forbids_tag);
+        (req == 0 || have & req != 0) && have & forbid == 0
+    }
+
+    fn observe(&mut self, source: &str, ev: &Event<'_>) {
+        self.stats.events += 1;
+        self.stats.lines += u64::from(ev.lines);
+        if let Some(l) = ev.level {
+            self.stats.levels[level_index(l)] += 1;
+        }
+        if ev.producer.is_proxy() {
+            self.stats.proxy_events += 1;
+        }
+        if ev.component.is_linkerd() {
+            self.stats.linkerd_lines += 1;
+        }
+        self.era_sampler
+            .observe(self.engine, ev, &mut self.stats.era);
+        if let Some(c) = tag_key(TagKey::Client, ev) {
+            self.remember_conn(c, ev);
+        }
+        let owned;
+        let full: &str = if matches!(
+            ev.producer,
+            Producer::ProxyJson | Producer::LogrusJson | Producer::AccessJson
+        ) || ev.continuation.is_some()
+        {
+            owned = haystack(ev);
+            &owned
+        } else {
+            &ev.text
+        };
+        // Rule literals are about messages and fields: the span stack, often
+        // most of a debug line, need not be scanned for them.
+        let body = if ev.body.is_empty() || ev.continuation.is_some() {
+            full
+        } else {
+            ev.body
+        };
+        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
+        let unmatched = || {
+            let text = match (ev.message.as_deref(), ev.error()) {
+                (Some(m), Some(e)) if !m.contains(e) => format!("{}: {m} error={e}", ev.target()),
+                (Some(m), _) => format!("{}: {m}", ev.target()),
+                (None, _) => ev.text.to_string(),
+            };
+            (text, ev.level, evidence(source, ev.line, &ev.text, Line::Event(ev)))
+        };
+        self.match_text(source, body, full, Line::Event(ev), ev.line, loud.then_some(unmatched));
+    }
+
+    fn remember_conn(&mut self, c: &str, ev: &Event<'_>) {
+        let dst = ev.dst();
+        let peer = ev.endpoint();
+        let port = ev.port();
+        if dst.is_none() && peer.is_none() && port.is_none() {
+            return;
+        }
+        let same = self.conns.get(c).is_some_and(|x| {
+            dst.as_deref().is_none_or(|d| x.dst.as_deref() == Some(d))
+                && peer.is_none_or(|p| x.peer.as_deref() == Some(p))
+                && port.is_none_or(|p| x.port == Some(p))
+        });
+        if same {
+            return;
+        }
+        self.conns.update(c, |e| {
+            e.absorb(ConnCtx {
+                dst: dst.map(|d| d.into_owned()),
+                peer: peer.map(str::to_string),
+                port,
+            })
+        });
+    }
+
+    /// Matches the rules whose literals occur in `body` against the line
+    /// (other text conditions read the `full` text) and decides its
+    /// verdict, now or once the blocks before are known. A loud line that
+    /// no rule wins goes to the unrecognised warnings (`unmatched` makes
+    /// its entry).
+    fn match_text<U>(
+        &mut self,
+        source: &str,
+        body: &str,
+        hay: &str,
+        line: Line<'_, '_>,
+        n: u64,
+        unmatched: Option<U>,
+    ) where
+        U: FnOnce() -> (String, Option<Level>, Evidence),
+    {
+        let engine = self.engine;
+        let mut cands = std::mem::take(&mut self.candidates);
+        engine.candidates(body, &mut cands);
+        let ev = line.event();
+        let mut matches: Vec<Match> = Vec::new();
+        for &ri in &cands {
+            let r = &engine.rules[ri];
+            let Some(caps) = engine.matches(ri, hay, line) else {
+                continue;
+            };
+            let conn = ev.and_then(|e| tag_key(r.tag_key, e));
+            if let (Some(tag), Some(c)) = (&r.tag, conn) {
+                let bit = engine.tag_bits[tag];
+                self.tags.update(c, |t| *t |= bit);
+            }
+            if !reports(r) {
+                continue;
+            }
+            matches.push(Match {
+                rule: ri,
+                tags_of: conn.filter(|_| needs_tags(r)).map(str::to_string),
+                acc: hit(source, hay, line, n, caps),
+            });
+        }
+        self.candidates = cands;
+        if matches.is_empty() {
+            if let Some(u) = unmatched {
+                let (t, l, e) = u();
+                self.unmatched.add(&t, l, || e);
+            }
+            return;
+        }
+        let client = ev.and_then(|e| tag_key(TagKey::Client, e));
+        let mut missing = ev.map(Missing::of).unwrap_or_default();
+        if let Some(ctx) = client.and_then(|c| self.conns.get(c)).cloned() {
+            for m in &mut matches {
+                add_context(&mut m.acc, &ctx, missing);
+            }
+            missing = missing.without(&ctx);
+        }
+        // What the connection's lines in earlier blocks said may decide the
+        // line: its tags, or what neither the line nor this block named
+        // (its destination, endpoint, port). Decide at merge.
+        let tags_wait = self.defer
+            && matches
+                .iter()
+                .any(|m| m.tags_of.as_deref().is_some_and(|c| self.tags.get(c).is_none()));
+        let ctx_of = client.filter(|_| self.defer && missing.any());
+        if tags_wait || (ctx_of.is_some() && self.waiting_for_context < MAX_PENDING) {
+            self.waiting_for_context += u32::from(!tags_wait);
+            self.pending.push(Pending {
+                matches,
+                ctx_of: ctx_of.map(str::to_string),
+                missing,
+                unmatched: unmatched.map(|u| u()),
+            });
+            return;
+        }
+        if !self.decide(matches, true) {
+            if let Some(u) = unmatched {
+                let (t, l, e) = u();
+                self.unmatched.add(&t, l, || e);
+            }
+        }
+    }
+
+    /// Matches still waiting for what came before their block: nothing
+    /// came before this state, so their connections carry no tag and no
+    /// context.
+    pub(super) fn settle(&mut self) {
+        for p in std::mem::take(&mut self.pending) {
+            self.resolve(p, false);
+        }
+    }
+}
+
+impl Accumulator for State<'_> {
+    fn record(&mut self, source: &str, rec: &Record<'_>) {
+        self.stats.see_source(source);
+        match rec {
+            Record::Event(ev) => self.observe(source, ev),
+            Record::Unparsed {
+                line,
+                text,
+                looks_like,
+            } => {
+                self.stats.unparsed += 1;
+                self.stats.lines += 1;
+                if let Some(f) = looks_like {
+                    *self.stats.foreign.entry(*f).or_insert(0) += 1;
+                }
+                if memchr::memmem::find(text.as_bytes(), b"linkerd").is_some() {
+                    self.stats.linkerd_lines += 1;
+                }
+                if text.is_empty() {
+                    return;
+                }
+                let kind = if looks_like.is_some() {
+                    Line::Foreign
+                } else {
+                    Line::Unparsed
+                };
+                let loud = looks_like.is_none() && error_worded(text);
+                let unmatched = || {
+                    (
+                        text.to_string(),
+                        None,
+                        evidence(source, *line, text, Line::Unparsed),
+                    )
+                };
+                self.match_text(source, text, text, kind, *line, loud.then_some(unmatched));
+            }
+        }
+    }
+}
+
+/// The address a rule's tags attach to.
+fn tag_key<'a>(k: TagKey, ev: &'a Event<'_>) -> Option<&'a str> {
+    let v = match k {
+        TagKey::Client => ev.client_addr(),
+        TagKey::Peer => ev.endpoint().or_else(|| ev.field("addr")),
+    };
+    // Copies with addresses masked (`client.addr=:42340`) name no connection.
+    v.filter(|c| c.contains(':') && !c.starts_with(':'))
+}
+
+/// The text rules match for events whose line is not contiguous text.
+fn haystack(ev: &Event<'_>) -> String {
+    let mut s = String::with_capacity(ev.text.len());
+    if let Some(m) = &ev.message {
+        s.push_str(m);
+    }
+    for (k, v) in &ev.fields {
+        s.push(' ');
+        s.push_str(k);
+        s.push('=');
+        s.push_str(v);
+    }
+    if let Some(c) = &ev.continuation {
+        s.push('\n');
+        s.push_str(c);
+    }
+    if s.is_empty() {
+        s.push_str(&ev.text);
+    }
+    s
+}
+
+/// Orders lines by line within a source, sources as they first appear,
+/// without repeats, keeping the first `MAX_EVIDENCE`.
+pub(super) fn in_input_order(evidence: &mut Vec<Evidence>) {
+    let mut sources: Vec<String> = Vec::new();
+    let mut keyed: Vec<((usize, u64), Evidence)> = Vec::with_capacity(evidence.len());
+    for e in evidence.drain(..) {
+        let i = sources
+            .iter()
+            .position(|s| *s == e.source)
+            .unwrap_or_else(|| {
+                sources.push(e.source.clone());
+                sources.len() - 1
+            });
+        keyed.push(((i, e.line), e));
+    }
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.dedup_by_key(|(k, _)| *k);
+    evidence.extend(keyed.into_iter().take(MAX_EVIDENCE).map(|(_, e)| e));
+}
+
+/// Subjects are names: masked (`:42340`) or placeholder (`<dst>`) values
+/// name nothing.
+fn add_subject(acc: &mut Acc, s: Subject, v: &str) {
+    if !v.is_empty() && !v.starts_with(':') && !v.starts_with('<') {
+        acc.subjects.entry(s).or_default().add(v, acc.count);
+    }
+}
+
+/// Adds what a connection's earlier lines named and the event did not.
+fn add_context(acc: &mut Acc, ctx: &ConnCtx, missing: Missing) {
+    let port = ctx.port.map(|p| p.to_string());
+    for (s, v, miss) in [
+        (Subject::Dst, ctx.dst.as_deref(), missing.dst),
+        (Subject::Peer, ctx.peer.as_deref(), missing.peer),
+        (Subject::Port, port.as_deref(), missing.port),
+    ] {
+        if let Some(v) = v.filter(|_| miss) {
+            add_subject(acc, s, v);
+        }
+    }
+}
+
+/// The finding a match belongs to, among its rule's: the rule's
+/// `group_by` subject's leading value.
+fn group_of(r: &Rule, acc: &Acc) -> String {
+    r.group_by
+        .and_then(|g| acc.subjects.get(&g).and_then(Values::first))
+        .unwrap_or_default()
+}
+
+/// The proxy a line is from: its input, and the pod and container when a
+/// prefix names them (a stream of several pods holds several proxies).
+fn proxy_key(source: &str, ev: Option<&Event<'_>>) -> String {
+    match ev.and_then(|e| e.wrapper.pod.map(|p| (p, e.wrapper.container))) {
+        Some((pod, Some(c))) => format!("{source} {pod}/{c}"),
+        Some((pod, None)) => format!("{source} {pod}"),
+        None => source.to_string(),
+    }
+}
+
+fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -> Evidence {
+    let kind = match how {
+        Line::Event(e) if e.component.is_linkerd() || e.component == crate::parse::Component::Kubernetes => None,
+        Line::Event(_) => Some("unattributed"),
+        Line::Unparsed => Some("unparsed"),
+        Line::Foreign => Some("application"),
+    };
+    Evidence {
+        source: source.to_string(),
+        line,
+        text: text.to_string(),
+        kind,
+    }
+}
+
+fn hit(source: &str, hay: &str, line: Line<'_, '_>, n: u64, caps: Caps) -> Acc {
+    let ev = line.event();
+    let mut acc = Acc {
+        count: 1,
+        first_at: (source.to_string(), n),
+        last_at: (source.to_string(), n),
+        attributed: ev.is_some_and(|e| e.component.is_linkerd()),
+        ..Default::default()
+    };
+    acc.proxies.insert(proxy_key(source, ev));
+    let text = ev.map_or(hay, |e| &e.text);
+    let mut e = evidence(source, n, text, line);
+    if let Some(c) = ev.and_then(|e| e.continuation.as_deref()) {
+        e.text.push('\n');
+        e.text.push_str(c);
+    }
+    acc.evidence.push(e);
+    if let Some(ev) = ev {
+        acc.first = Seen::of(ev);
+        acc.last = acc.first.clone();
+    }
+    let mut add = |s: Subject, v: &str| add_subject(&mut acc, s, v);
+    for (s, v) in &caps {
+        add(*s, v);
+    }
+    if let Some(ev) = ev {
+        if let Some(d) = ev.dst() {
+            add(Subject::Dst, &d);
+        }
+        if let Some(p) = ev.endpoint() {
+            add(Subject::Peer, p);
+        }
+        if let Some(c) = ev.client_addr() {
+            let ip = host_of(c);
+            add(Subject::Client, ip);
+        }
+        if let Some(p) = ev.port() {
+            add(Subject::Port, &p.to_string());
+        }
+        for id in ev.identities() {
+            add(Subject::Identity, id);
+        }
+        if let Some(s) = ev.field("server.name") {
+            add(Subject::Server, s);
+        }
+        if let Some(p) = ev.wrapper.pod {
+            add(Subject::Pod, p);
+        }
+        if let Some(t) = ev.target_addr() {
+            add(Subject::Target, t);
+        }
+        if let Some(p) = ev.wrapper.pod {
+            acc.workload.add(&format!("po/{p}"), 1);
+        } else if ev.has_span("gateway") {
+            acc.workload.add("deploy/linkerd-gateway", 1);
+        }
+    }
+    if let Some(c) = acc.subjects.get(&Subject::Client) {
+        acc.clients.extend(c.0.keys().cloned());
+    }
+    acc
+}

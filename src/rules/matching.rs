@@ -1,0 +1,306 @@
+//! Matching one line against the rules: an Aho-Corasick prefilter over the
+//! rules' literals (on word boundaries) picks the few rules a line can
+//! match; each is then checked against the line's event, or, for a line no
+//! grammar read, against its text alone (the fallback: conditions that need
+//! an event are not asked).
+
+use super::ports;
+use super::{KnowledgeBase, Rule, Subject};
+use crate::parse::typed::EraCue;
+use crate::parse::{Component, Era, Event, Producer};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex::Regex;
+use std::collections::HashMap;
+
+/// What a line is, to the rules.
+#[derive(Clone, Copy)]
+pub enum Line<'a, 'e> {
+    Event(&'a Event<'e>),
+    /// No grammar read it and nothing tells whose it is.
+    Unparsed,
+    /// Another program's output (an application container, an nginx log…).
+    Foreign,
+}
+
+impl<'a, 'e> Line<'a, 'e> {
+    pub fn event(self) -> Option<&'a Event<'e>> {
+        match self {
+            Line::Event(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Rules compiled for matching; shared by every thread.
+pub struct Engine {
+    pub rules: Vec<Rule>,
+    prefilter: AhoCorasick,
+    pattern_rule: Vec<usize>,
+    /// Whether a pattern's first and last bytes are word bytes: a match
+    /// there must not touch another word byte.
+    pattern_edges: Vec<(bool, bool)>,
+    /// Rules without literals: tried on every event.
+    always: Vec<usize>,
+    regexes: Vec<Option<Regex>>,
+    captures: Vec<Option<Regex>>,
+    lower_all: Vec<Vec<String>>,
+    lower_not: Vec<Vec<String>>,
+    pub(super) tag_bits: HashMap<String, u32>,
+    era_prefilter: AhoCorasick,
+    era_cues: Vec<EraCue>,
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+
+fn contains_ci(hay: &str, needle_lower: &str) -> bool {
+    let h = hay.as_bytes();
+    let n = needle_lower.as_bytes();
+    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
+pub fn producer_family(p: Producer) -> &'static str {
+    match p {
+        Producer::ProxyPlain | Producer::ProxyJson | Producer::ProxyLegacy => "proxy",
+        Producer::Logrus | Producer::LogrusJson | Producer::Klog | Producer::PolicyController => {
+            "control-plane"
+        }
+        Producer::ProxyInit => "init",
+        Producer::AccessApache | Producer::AccessJson => "access",
+        Producer::RustPanic | Producer::GoPanic => "panic",
+        Producer::GoLog => "go-log",
+        Producer::Kube => "kube",
+    }
+}
+
+/// Does a rule's component list admit this component? A line of the
+/// control plane that does not say which controller printed it may be any.
+fn component_in(list: &[Component], c: Component) -> bool {
+    list.contains(&c)
+        || (c == Component::ControlPlane && list.iter().any(|x| x.is_go_controller()))
+        || (list.contains(&Component::ControlPlane) && c.is_go_controller())
+}
+
+/// Regex captures that fill subjects.
+pub type Caps = Vec<(Subject, String)>;
+
+impl Engine {
+    pub fn new(kb: KnowledgeBase) -> Engine {
+        let rules = kb.rules;
+        let era_of = |v: &Option<String>| v.as_deref().and_then(Era::of_linkerd_version);
+        let era_cues = kb
+            .eras
+            .iter()
+            .map(|e| EraCue {
+                exact: None,
+                min: era_of(&e.since),
+                max: era_of(&e.until),
+            })
+            .collect();
+        let era_prefilter = AhoCorasick::new(kb.eras.iter().map(|e| e.text.as_str()))
+            .expect("era literals compile");
+        let mut patterns = Vec::new();
+        let mut pattern_rule = Vec::new();
+        let mut always = Vec::new();
+        let mut tag_bits = HashMap::new();
+        for (i, r) in rules.iter().enumerate() {
+            if r.text.is_empty() {
+                always.push(i);
+            }
+            for t in &r.text {
+                patterns.push(t.clone());
+                pattern_rule.push(i);
+            }
+            for t in r.tag.iter().chain(&r.requires_tag).chain(&r.forbids_tag) {
+                let n = tag_bits.len() as u32;
+                tag_bits.entry(t.clone()).or_insert(1u32 << n.min(31));
+            }
+        }
+        let pattern_edges = patterns
+            .iter()
+            .map(|p: &String| {
+                let b = p.as_bytes();
+                (
+                    b.first().is_some_and(|c| is_word(*c)),
+                    b.last().is_some_and(|c| is_word(*c)),
+                )
+            })
+            .collect();
+        let prefilter = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
+            .match_kind(MatchKind::Standard)
+            .build(&patterns)
+            .expect("rule literals compile");
+        let compile = |x: &Option<String>| {
+            x.as_ref()
+                .map(|x| Regex::new(x).expect("validated when loaded"))
+        };
+        let lower = |v: &Vec<String>| v.iter().map(|s| s.to_ascii_lowercase()).collect();
+        Engine {
+            regexes: rules.iter().map(|r| compile(&r.regex)).collect(),
+            captures: rules.iter().map(|r| compile(&r.capture)).collect(),
+            lower_all: rules.iter().map(|r| lower(&r.all_text)).collect(),
+            lower_not: rules.iter().map(|r| lower(&r.not_text)).collect(),
+            rules,
+            prefilter,
+            pattern_rule,
+            pattern_edges,
+            always,
+            tag_bits,
+            era_prefilter,
+            era_cues,
+        }
+    }
+
+    /// Era cues from release-specific wording in this text.
+    pub fn era_cues<'a>(&'a self, text: &'a str) -> impl Iterator<Item = EraCue> + 'a {
+        self.era_prefilter
+            .find_overlapping_iter(text)
+            .map(|m| self.era_cues[m.pattern().as_usize()])
+    }
+
+    /// Does any rule's literal occur in this text?
+    pub fn knows(&self, text: &str) -> bool {
+        self.prefilter.is_match(text)
+    }
+
+    pub(super) fn bits(&self, tags: &[String]) -> u32 {
+        tags.iter()
+            .filter_map(|t| self.tag_bits.get(t))
+            .fold(0, |a, b| a | b)
+    }
+
+    /// The rules whose literals occur in `body` on word boundaries, sorted,
+    /// plus those without literals.
+    pub fn candidates(&self, body: &str, out: &mut Vec<usize>) {
+        out.clear();
+        // Most lines match no literal: a plain search settles that fast.
+        if self.always.is_empty() && !self.prefilter.is_match(body) {
+            return;
+        }
+        let b = body.as_bytes();
+        for m in self.prefilter.find_overlapping_iter(body) {
+            let p = m.pattern().as_usize();
+            let (head, tail) = self.pattern_edges[p];
+            if (head && m.start() > 0 && is_word(b[m.start() - 1]))
+                || (tail && b.get(m.end()).is_some_and(|c| is_word(*c)))
+            {
+                continue;
+            }
+            out.push(self.pattern_rule[p]);
+        }
+        out.extend_from_slice(&self.always);
+        out.sort_unstable();
+        out.dedup();
+    }
+
+    /// Checks every condition of rule `ri` but the literals and the tags;
+    /// returns the regex captures on a match.
+    pub fn matches(&self, ri: usize, hay: &str, line: Line<'_, '_>) -> Option<Caps> {
+        let r = &self.rules[ri];
+        if !self.lower_all[ri].iter().all(|n| contains_ci(hay, n)) {
+            return None;
+        }
+        if self.lower_not[ri].iter().any(|n| contains_ci(hay, n)) {
+            return None;
+        }
+        match line {
+            Line::Event(ev) => {
+                if r.unparsed || !event_conditions(r, ev) {
+                    return None;
+                }
+            }
+            // Another program's output: only rules written for it.
+            Line::Foreign => {
+                if !(r.unparsed || r.components.contains(&Component::Application)) {
+                    return None;
+                }
+            }
+            // The fallback: what needs an event is not asked.
+            Line::Unparsed => {}
+        }
+        let mut caps = Vec::new();
+        let mut collect = |rx: &Regex, c: regex::Captures| {
+            for name in rx.capture_names().flatten() {
+                if let (Some(s), Some(m)) = (Subject::parse(name), c.name(name)) {
+                    caps.push((s, m.as_str().to_string()));
+                }
+            }
+        };
+        if let Some(rx) = &self.regexes[ri] {
+            collect(rx, rx.captures(hay)?);
+        }
+        if let Some(rx) = &self.captures[ri] {
+            if let Some(c) = rx.captures(hay) {
+                collect(rx, c);
+            }
+        }
+        Some(caps)
+    }
+}
+
+/// The conditions of a rule on an event's structure.
+fn event_conditions(r: &Rule, ev: &Event<'_>) -> bool {
+    if !r.producers.is_empty() && !r.producers.iter().any(|p| p == producer_family(ev.producer)) {
+        return false;
+    }
+    if r.components.is_empty() {
+        if ev.component == Component::Application {
+            return false;
+        }
+    } else if !component_in(&r.components, ev.component) {
+        return false;
+    }
+    if r.not_components.contains(&ev.component)
+        || (r.not_components.contains(&Component::ControlPlane) && ev.component.is_go_controller())
+    {
+        return false;
+    }
+    if let Some(min) = r.min_level {
+        if ev.level.is_some_and(|l| l < min) {
+            return false;
+        }
+    }
+    if !r.targets.is_empty() && !r.targets.iter().any(|t| ev.target().starts_with(t.as_str())) {
+        return false;
+    }
+    if !r.spans.is_empty() && !r.spans.iter().any(|s| ev.has_span(s)) {
+        return false;
+    }
+    if r.not_spans.iter().any(|s| ev.has_span(s)) {
+        return false;
+    }
+    if !r.direction.is_empty() && !r.direction.contains(&ev.direction()) {
+        return false;
+    }
+    if !r.port_roles.is_empty() && !ports::has_role(ev, &r.port_roles) {
+        return false;
+    }
+    for (k, v) in &r.fields {
+        if ev.field(k) != Some(v.as_str()) {
+            return false;
+        }
+    }
+    for (k, v) in &r.fields_not {
+        match ev.field(k) {
+            Some(x) if x != v => {}
+            _ => return false,
+        }
+    }
+    if !r.ports.is_empty() && !ev.port().is_some_and(|p| r.ports.contains(&p)) {
+        return false;
+    }
+    if let Some(max) = r.max_uptime {
+        if !ev.uptime.is_some_and(|u| u <= max) {
+            return false;
+        }
+    }
+    if let Some(min) = r.min_uptime {
+        if !ev.uptime.is_some_and(|u| u >= min) {
+            return false;
+        }
+    }
+    true
+}

@@ -1,0 +1,338 @@
+//! The verdict once the input is read: matches become findings (one per
+//! id and subject, a match that names no destination joining the only
+//! group that does), startup noise and undecided variants are settled,
+//! findings are ranked, and symptoms fold under the causes that explain
+//! them: on the same destination or connection, within one proxy.
+
+use super::correlation::{Acc, State, Stats};
+use super::finding::{Command, Consequence, Finding, Vars};
+use super::ports::is_control_plane_addr;
+use super::{Rule, Severity, Subject};
+use crate::parse::Era;
+use crate::report::explain::Report;
+use std::collections::BTreeMap;
+
+/// Seconds after the proxy starts within which connect errors to the
+/// control plane are the control plane not being ready yet.
+const STARTUP_SECONDS: f64 = 30.0;
+/// At most this many such lines make startup noise, not an outage.
+const STARTUP_LINES: u64 = 20;
+/// A finding resting only on lines no Linkerd mark attributes is this
+/// much less sure.
+const UNATTRIBUTED_CONFIDENCE: f64 = 0.7;
+
+/// What makes findings one: diagnosis id, subject group, severity, benign.
+type Verdict<'r> = (&'r str, String, Severity, bool);
+
+impl State<'_> {
+    /// The findings, ranked, with symptoms folded under their causes.
+    pub fn finish(mut self, era_override: Option<Era>) -> Report {
+        self.settle();
+        if let Some(e) = era_override {
+            self.stats.era.add_stated(e);
+        }
+        let era = self.stats.era.era().unwrap_or(Era::V2_15);
+        let rules = &self.engine.rules;
+        let mut groups: Vec<((usize, String), Acc)> = std::mem::take(&mut self.groups).into_iter().collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        // Rules that reach the same verdict (id, severity, benign) about the
+        // same subject make one finding, told by the first of them in the
+        // rules file.
+        let mut merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)> = BTreeMap::new();
+        for ((ri, group), acc) in groups {
+            let r = &rules[ri];
+            if r.min_count.is_some_and(|m| acc.count < m)
+                || r.min_clients.is_some_and(|m| acc.clients.len() < m)
+                || r.max_clients.is_some_and(|m| acc.clients.len() > m)
+            {
+                continue;
+            }
+            let key = (r.id.as_deref().unwrap_or(""), group, r.severity, r.benign);
+            match merged.get_mut(&key) {
+                Some((ris, a)) => {
+                    if !ris.contains(&ri) {
+                        ris.push(ri);
+                    }
+                    a.merge(acc);
+                }
+                None => {
+                    merged.insert(key, (vec![ri], acc));
+                }
+            }
+        }
+        let mut entries: Vec<(Vec<usize>, Acc)> = join_ungrouped(merged);
+        join_undecided(&mut entries, rules);
+        let mut findings: Vec<Finding> = entries
+            .into_iter()
+            .map(|(ris, acc)| {
+                let rs: Vec<&Rule> = ris.iter().map(|&i| &rules[i]).collect();
+                new_finding(&rs, acc, era, &self.stats)
+            })
+            .collect();
+        rank(&mut findings);
+        let findings = fold(findings);
+        Report::new(findings, self.stats, self.unmatched)
+    }
+}
+
+/// A match that names no subject of its rule's grouping joins the only
+/// group of its id that has one; with several, it stays apart.
+fn join_ungrouped(merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)>) -> Vec<(Vec<usize>, Acc)> {
+    let mut ungrouped = Vec::new();
+    let mut out: Vec<((&str, bool), String, Vec<usize>, Acc)> = Vec::new();
+    for ((id, group, _, benign), (ris, acc)) in merged {
+        if group.is_empty() {
+            ungrouped.push(((id, benign), ris, acc));
+        } else {
+            out.push(((id, benign), group, ris, acc));
+        }
+    }
+    for (k, ris, acc) in ungrouped {
+        let mut same = out.iter().filter(|o| o.0 == k && !o.1.is_empty());
+        match (same.next(), same.next()) {
+            (Some(_), None) => {
+                let o = out
+                    .iter_mut()
+                    .find(|o| o.0 == k && !o.1.is_empty())
+                    .expect("found above");
+                for r in ris {
+                    if !o.2.contains(&r) {
+                        o.2.push(r);
+                    }
+                }
+                o.3.merge(acc);
+            }
+            _ => out.push((k, String::new(), ris, acc)),
+        }
+    }
+    out.into_iter().map(|(_, _, r, a)| (r, a)).collect()
+}
+
+fn overlap<T: Ord>(a: &std::collections::BTreeSet<T>, b: &std::collections::BTreeSet<T>) -> bool {
+    a.is_empty() || b.is_empty() || a.intersection(b).next().is_some()
+}
+
+/// The undecided variant of an id (probe or client?) joins a decided
+/// finding of the same id on the same ports and clients.
+fn join_undecided(entries: &mut Vec<(Vec<usize>, Acc)>, rules: &[Rule]) {
+    let ports = |a: &Acc| -> std::collections::BTreeSet<String> {
+        a.subjects
+            .get(&Subject::Port)
+            .map(|v| v.0.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let mut i = 0;
+    while i < entries.len() {
+        let r = &rules[entries[i].0[0]];
+        if !r.undecided {
+            i += 1;
+            continue;
+        }
+        let id = r.id.clone();
+        let target = (0..entries.len()).find(|&j| {
+            let d = &rules[entries[j].0[0]];
+            j != i
+                && !d.undecided
+                && d.id == id
+                && overlap(&ports(&entries[i].1), &ports(&entries[j].1))
+                && overlap(&entries[i].1.clients, &entries[j].1.clients)
+        });
+        match target {
+            Some(j) => {
+                let (ris, acc) = entries.remove(i);
+                let j = if j > i { j - 1 } else { j };
+                for r in ris {
+                    if !entries[j].0.contains(&r) {
+                        entries[j].0.push(r);
+                    }
+                }
+                entries[j].1.merge(acc);
+            }
+            None => i += 1,
+        }
+    }
+}
+
+/// A finding told by `rules[0]`; the other rules that reached the same
+/// verdict add their next commands, notes and explained ids.
+fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
+    let r = rules[0];
+    let vars = Vars {
+        subjects: &acc.subjects,
+        workload: acc.workload.first(),
+    };
+    let mut next_commands: Vec<Command> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut explains: Vec<String> = Vec::new();
+    for rule in rules {
+        for n in rule.next.iter().filter(|n| n.applies_to(era)) {
+            let c = Command {
+                command: vars.render(&n.cmd),
+                why: vars.render(&n.why),
+            };
+            if !next_commands.iter().any(|x| x.command == c.command) {
+                next_commands.push(c);
+            }
+        }
+        if let (false, Some(n)) = (stats.has_debug(), &rule.if_info_only) {
+            let n = vars.render(n);
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+        for e in &rule.explains {
+            if !explains.contains(e) {
+                explains.push(e.clone());
+            }
+        }
+    }
+    let subjects = acc
+        .subjects
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.ranked()))
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let mut sev = r.severity;
+    let mut benign = r.benign;
+    let mut confidence = rules.iter().map(|x| x.confidence).fold(0.0, f64::max);
+    let mut detail = r.detail.clone();
+    if !acc.attributed {
+        // Nothing ties these lines to a Linkerd component: a hypothesis.
+        sev = sev.min(Severity::Warning);
+        confidence *= UNATTRIBUTED_CONFIDENCE;
+        notes.push("lpa could not tell which component printed these lines (no Linkerd log head or mark): a lead to confirm, not a proven cause.".into());
+    }
+    let values = |s: Subject| acc.subjects.get(&s).map(|v| v.ranked()).unwrap_or_default();
+    let addrs: Vec<String> = values(Subject::Dst).into_iter().chain(values(Subject::Peer)).collect();
+    if r.id.as_deref().is_some_and(|id| id.starts_with("connect."))
+        && !addrs.is_empty()
+        && addrs.iter().all(|a| is_control_plane_addr(a))
+        && acc.count <= STARTUP_LINES
+        && acc.last.uptime.is_some_and(|u| u <= STARTUP_SECONDS)
+    {
+        sev = Severity::Info;
+        benign = true;
+        detail = Some("startup: the control plane was not reachable yet".into());
+        notes.push(format!(
+            "These connects to the control plane failed in the proxy's first {STARTUP_SECONDS:.0} seconds only: the usual start-up race, harmless if they stop."
+        ));
+    }
+    let first_at = (stats.source_index(&acc.first_at.0), acc.first_at.1);
+    Finding {
+        id: r.id.clone().unwrap_or_default(),
+        severity: sev.as_str(),
+        benign,
+        confidence,
+        title: vars.render(&r.title),
+        detail,
+        explanation: vars.render(r.explain.trim()),
+        count: acc.count,
+        subjects,
+        sources: acc.proxies.iter().cloned().collect(),
+        first_seen: acc.first.display(),
+        last_seen: acc.last.display(),
+        evidence: acc.evidence,
+        next_commands,
+        doc: r.doc.clone(),
+        notes,
+        consequences: Vec::new(),
+        rules: rules.iter().map(|x| x.name.clone()).collect(),
+        role: r.role,
+        sev,
+        weight: rules.iter().map(|x| x.weight).max().unwrap_or(0),
+        explains,
+        first_at,
+        proxies: acc.proxies,
+    }
+}
+
+/// Harmful before benign, then severity, causes before symptoms, weight
+/// (specificity), confidence, weight of evidence, and first occurrence.
+fn rank(f: &mut [Finding]) {
+    f.sort_by(|a, b| {
+        a.benign
+            .cmp(&b.benign)
+            .then(b.sev.cmp(&a.sev))
+            .then(a.role.cmp(&b.role))
+            .then(b.weight.cmp(&a.weight))
+            .then(b.confidence.total_cmp(&a.confidence))
+            .then(b.count.cmp(&a.count))
+            .then(a.first_at.cmp(&b.first_at))
+    });
+}
+
+/// How a cause accounts for a symptom: the same lines show both, or, in
+/// one proxy, they name the same destination (`Some(None)`); or in two
+/// inputs the destination links them (`Some(Some(words))`).
+fn link(symptom: &Finding, cause: &Finding) -> Option<Option<String>> {
+    let same_line = symptom.evidence.iter().any(|e| {
+        cause
+            .evidence
+            .iter()
+            .any(|c| c.source == e.source && c.line == e.line)
+    });
+    if same_line {
+        return Some(None);
+    }
+    let shared = symptom.dsts().iter().find(|d| cause.dsts().contains(d))?;
+    if symptom.proxies.intersection(&cause.proxies).next().is_some() {
+        return Some(None);
+    }
+    Some(Some(format!(
+        "seen in {}; linked to this cause (seen in {}) by the destination {shared}",
+        symptom.sources.join(", "),
+        cause.sources.join(", ")
+    )))
+}
+
+/// Folds each finding under the best ranked unfolded finding that explains
+/// its id and is linked to it. A symptom that names no destination folds
+/// only under the one cause of its proxy that could explain it.
+fn fold(findings: Vec<Finding>) -> Vec<Finding> {
+    let n = findings.len();
+    let mut parent: Vec<Option<(usize, Option<String>)>> = vec![None; n];
+    for i in 0..n {
+        // A finding that already explains others stays a root.
+        if parent.iter().any(|p| p.as_ref().is_some_and(|(j, _)| *j == i)) {
+            continue;
+        }
+        let f = &findings[i];
+        let causes: Vec<usize> = (0..n)
+            .filter(|&j| {
+                j != i
+                    && parent[j].is_none()
+                    && !findings[j].benign
+                    && findings[j].explains.contains(&f.id)
+            })
+            .collect();
+        let mut found = causes
+            .iter()
+            .find_map(|&j| link(f, &findings[j]).map(|l| (j, l)));
+        if found.is_none() && f.dsts().is_empty() {
+            let mut same_proxy = causes
+                .iter()
+                .filter(|&&j| f.proxies.intersection(&findings[j].proxies).next().is_some());
+            if let (Some(&j), None) = (same_proxy.next(), same_proxy.next()) {
+                found = Some((j, None));
+            }
+        }
+        parent[i] = found;
+    }
+    let mut out: Vec<Option<Finding>> = findings.into_iter().map(Some).collect();
+    for i in 0..n {
+        if let Some((j, link)) = parent[i].take() {
+            let f = out[i].take().expect("folded once");
+            let c = Consequence {
+                id: f.id,
+                title: f.title,
+                count: f.count,
+                evidence: f.evidence.into_iter().take(2).collect(),
+                link,
+            };
+            if let Some(p) = out[j].as_mut() {
+                p.consequences.push(c);
+            }
+        }
+    }
+    out.into_iter().flatten().collect()
+}
