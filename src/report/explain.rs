@@ -45,14 +45,26 @@ pub const DEBUG_ANNOTATION: &str = "config.linkerd.io/proxy-log-level: linkerd=d
 impl Report {
     pub fn new(findings: Vec<Finding>, stats: Stats, unmatched: Unmatched) -> Report {
         let mut notes = Vec::new();
+        const EXPECTS: &str = "lpa reads Linkerd's logs: `kubectl logs POD -c linkerd-proxy` (plain or JSON, \
+             with or without --timestamps/--prefix), the control plane's (`kubectl logs -n linkerd deploy/linkerd-destination \
+             --all-containers`), linkerd-init's and the CNI plugin's.";
         if stats.lines == 0 {
             notes.push("The input is empty.".to_string());
-        } else if stats.events == 0 {
-            notes.push(
-                "No log lines were recognised. lpa reads Linkerd logs, such as `kubectl logs POD -c linkerd-proxy` \
-                 (plain or JSON, with or without --timestamps/--prefix), control-plane and linkerd-init logs."
-                    .to_string(),
-            );
+        } else if stats.linkerd_lines == 0 {
+            // Say what the input looks like, when its shape tells.
+            let shapes: Vec<String> = stats
+                .foreign
+                .iter()
+                .map(|(f, n)| format!("{} ({n} lines)", f.as_str()))
+                .collect();
+            if shapes.is_empty() {
+                notes.push(format!("No line carries a Linkerd mark (a Linkerd log head, target, container or component): this does not look like a Linkerd log. {EXPECTS}"));
+            } else {
+                notes.push(format!(
+                    "This looks like {}, not a Linkerd log: application output is not read as Linkerd's. {EXPECTS}",
+                    shapes.join(", ")
+                ));
+            }
         } else if stats.proxy_events == 0 && findings.is_empty() {
             notes.push(
                 "No linkerd-proxy lines in this input: for data-plane problems add `kubectl logs POD -c linkerd-proxy`."
@@ -147,7 +159,14 @@ pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
             .unwrap_or_default()
     );
     if r.findings.is_empty() {
-        let _ = writeln!(o, "\nNo known problem found in these lines.");
+        if r.unmatched.is_empty() {
+            let _ = writeln!(o, "\nNo known problem found in these lines.");
+        } else {
+            let _ = writeln!(
+                o,
+                "\nNo known problem found, but the input holds warnings or errors lpa has no rule for (below)."
+            );
+        }
     }
     for (i, f) in r.findings.iter().enumerate() {
         let sev = match f.severity {
@@ -240,10 +259,69 @@ pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
             let _ = writeln!(o, "   {} {d}", st.dim("docs:"));
         }
     }
+    unmatched_human(&mut o, r, st, width);
     for n in &r.notes {
         let _ = writeln!(o, "\n{} {n}", st.yellow("note:"));
     }
     o
+}
+
+/// Templates of unplaced warnings shown: fewer when findings explain the
+/// input already.
+fn unmatched_shown(r: &Report) -> usize {
+    if r.findings.iter().any(|f| !f.benign) {
+        5
+    } else {
+        10
+    }
+}
+
+/// What would let lpa (or a person) place the unrecognised lines.
+pub fn collect_next(r: &Report) -> Vec<String> {
+    let mut v = Vec::new();
+    if r.stats.proxy_events > 0 && !r.stats.has_debug() {
+        v.push(format!(
+            "debug-level proxy logs: annotate the workload with `{DEBUG_ANNOTATION}`, restart it and reproduce"
+        ));
+    }
+    v.push("`kubectl logs POD -c linkerd-proxy --timestamps`, to line them up with events and the other side".into());
+    v.push(
+        "the logs of the proxy on the other side of the failing connections (client or server)"
+            .into(),
+    );
+    v
+}
+
+fn unmatched_human(o: &mut String, r: &Report, st: &Style, width: usize) {
+    if r.unmatched.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n{}",
+        st.bold("Warnings and errors lpa has no rule for:")
+    );
+    let shown = unmatched_shown(r);
+    for e in r.unmatched.iter().take(shown) {
+        let lvl = e
+            .level
+            .map_or("line".to_string(), |l| l.as_str().to_uppercase());
+        let _ = writeln!(o, "  {}× {lvl} {}", e.count, e.template);
+        let _ = writeln!(
+            o,
+            "     {} {}",
+            st.dim(&format!("{}:{}", e.example.source, e.example.line)),
+            elide(&e.example.text, width)
+        );
+    }
+    let more = r.unmatched.len().saturating_sub(shown) as u64 + r.unmatched_more;
+    if more > 0 {
+        let _ = writeln!(o, "  … and {more} more (`lpa summarize` lists them all)");
+    }
+    let _ = writeln!(o, "  {}", st.dim("to place them, collect:"));
+    for c in collect_next(r) {
+        let _ = writeln!(o, "   - {c}");
+    }
 }
 
 pub fn markdown(r: &Report) -> String {
@@ -259,16 +337,38 @@ pub fn markdown(r: &Report) -> String {
             .map(|e| format!("; log format of Linkerd {e}"))
             .unwrap_or_default()
     );
-    if r.findings.is_empty() {
+    if r.findings.is_empty() && r.unmatched.is_empty() {
         let _ = writeln!(o, "No known problem found in these lines.\n");
     }
     for (i, f) in r.findings.iter().enumerate() {
         finding_markdown(&mut o, i + 1, f);
     }
+    unmatched_markdown(&mut o, r);
     for n in &r.notes {
         let _ = writeln!(o, "> **Note:** {n}\n");
     }
     o
+}
+
+pub fn unmatched_markdown(o: &mut String, r: &Report) {
+    if r.unmatched.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "### Warnings and errors lpa has no rule for\n");
+    let _ = writeln!(o, "```text");
+    for e in r.unmatched.iter().take(unmatched_shown(r)) {
+        let _ = writeln!(
+            o,
+            "{}× {}:{}: {}",
+            e.count, e.example.source, e.example.line, e.example.text
+        );
+    }
+    let _ = writeln!(o, "```\n");
+    let _ = writeln!(o, "To place them, collect:\n");
+    for c in collect_next(r) {
+        let _ = writeln!(o, "- {c}");
+    }
+    let _ = writeln!(o);
 }
 
 pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {

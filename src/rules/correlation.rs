@@ -175,7 +175,10 @@ impl Stats {
     }
 
     pub fn source_index(&self, s: &str) -> usize {
-        self.sources.iter().position(|x| x == s).unwrap_or(usize::MAX)
+        self.sources
+            .iter()
+            .position(|x| x == s)
+            .unwrap_or(usize::MAX)
     }
 }
 
@@ -407,13 +410,26 @@ impl<'e> State<'e> {
         let loud = ev.level.is_some_and(|l| l >= Level::Warn);
         let unmatched = || {
             let text = match (ev.message.as_deref(), ev.error()) {
-                (Some(m), Some(e)) if !m.contains(e) => format!("{}: {m} error={e}", ev.target()),
-                (Some(m), _) => format!("{}: {m}", ev.target()),
+                (Some(m), Some(e)) if !m.contains(e) => {
+                    format!("{}{m} error={e}", target_prefix(ev))
+                }
+                (Some(m), _) => format!("{}{m}", target_prefix(ev)),
                 (None, _) => ev.text.to_string(),
             };
-            (text, ev.level, evidence(source, ev.line, &ev.text, Line::Event(ev)))
+            (
+                text,
+                ev.level,
+                evidence(source, ev.line, &ev.text, Line::Event(ev)),
+            )
         };
-        self.match_text(source, body, full, Line::Event(ev), ev.line, loud.then_some(unmatched));
+        self.match_text(
+            source,
+            body,
+            full,
+            Line::Event(ev),
+            ev.line,
+            loud.then_some(unmatched),
+        );
     }
 
     fn remember_conn(&mut self, c: &str, ev: &Event<'_>) {
@@ -500,9 +516,11 @@ impl<'e> State<'e> {
         // line: its tags, or what neither the line nor this block named
         // (its destination, endpoint, port). Decide at merge.
         let tags_wait = self.defer
-            && matches
-                .iter()
-                .any(|m| m.tags_of.as_deref().is_some_and(|c| self.tags.get(c).is_none()));
+            && matches.iter().any(|m| {
+                m.tags_of
+                    .as_deref()
+                    .is_some_and(|c| self.tags.get(c).is_none())
+            });
         let ctx_of = client.filter(|_| self.defer && missing.any());
         if tags_wait || (ctx_of.is_some() && self.waiting_for_context < MAX_PENDING) {
             self.waiting_for_context += u32::from(!tags_wait);
@@ -666,7 +684,11 @@ fn proxy_key(source: &str, ev: Option<&Event<'_>>) -> String {
 
 fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -> Evidence {
     let kind = match how {
-        Line::Event(e) if e.component.is_linkerd() || e.component == crate::parse::Component::Kubernetes => None,
+        Line::Event(e)
+            if e.component.is_linkerd() || e.component == crate::parse::Component::Kubernetes =>
+        {
+            None
+        }
         Line::Event(_) => Some("unattributed"),
         Line::Unparsed => Some("unparsed"),
         Line::Foreign => Some("application"),
@@ -740,4 +762,11 @@ fn hit(source: &str, hay: &str, line: Line<'_, '_>, n: u64, caps: Caps) -> Acc {
         acc.clients.extend(c.0.keys().cloned());
     }
     acc
+}
+
+fn target_prefix(ev: &Event<'_>) -> String {
+    match ev.target.as_deref() {
+        Some(t) if !t.is_empty() => format!("{t}: "),
+        _ => String::new(),
+    }
 }

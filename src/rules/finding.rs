@@ -148,7 +148,6 @@ impl Finding {
     pub(super) fn dsts(&self) -> &[String] {
         self.subjects.get("dst").map_or(&[], Vec::as_slice)
     }
-
 }
 
 /// Values for `{placeholders}`.

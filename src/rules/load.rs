@@ -7,7 +7,10 @@ use anyhow::{bail, Result};
 use serde::Deserialize;
 
 /// The rules shipped with lpa, by file: one per area of the knowledge base.
-pub const BUILT_IN: &[(&str, &str)] = &[("default.toml", include_str!("default.toml"))];
+pub const BUILT_IN: &[(&str, &str)] = &[
+    ("core.toml", include_str!("kb/core.toml")),
+    ("eras.toml", include_str!("kb/eras.toml")),
+];
 
 /// Keys a rule takes from the rule it is `like`: its verdict, grouping and
 /// words. Conditions are never inherited.
@@ -96,10 +99,7 @@ fn rule_tables(text: &str) -> Vec<toml::Table> {
         return Vec::new();
     };
     match doc.get("rule") {
-        Some(toml::Value::Array(a)) => a
-            .iter()
-            .filter_map(|v| v.as_table().cloned())
-            .collect(),
+        Some(toml::Value::Array(a)) => a.iter().filter_map(|v| v.as_table().cloned()).collect(),
         _ => Vec::new(),
     }
 }
@@ -130,7 +130,10 @@ fn inherit(t: &mut toml::Table, pool: &[&toml::Table]) -> std::result::Result<()
             }
         }
         seen.push(name);
-        like = base.get("like").and_then(|v| v.as_str()).map(str::to_string);
+        like = base
+            .get("like")
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
     }
     Ok(())
 }
@@ -147,7 +150,8 @@ fn parse_over(
     text: &str,
     base: &[toml::Table],
 ) -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
-    let mut parsed: RulesFile = toml::from_str(text).map_err(|e| vec![toml_error(file, text, &e)])?;
+    let mut parsed: RulesFile =
+        toml::from_str(text).map_err(|e| vec![toml_error(file, text, &e)])?;
     if parsed.rules.iter().any(|r| r.like.is_some()) {
         let own = rule_tables(text);
         let pool: Vec<&toml::Table> = own.iter().chain(base).collect();

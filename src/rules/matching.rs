@@ -243,7 +243,12 @@ impl Engine {
 
 /// The conditions of a rule on an event's structure.
 fn event_conditions(r: &Rule, ev: &Event<'_>) -> bool {
-    if !r.producers.is_empty() && !r.producers.iter().any(|p| p == producer_family(ev.producer)) {
+    if !r.producers.is_empty()
+        && !r
+            .producers
+            .iter()
+            .any(|p| p == producer_family(ev.producer))
+    {
         return false;
     }
     if r.components.is_empty() {
@@ -263,7 +268,12 @@ fn event_conditions(r: &Rule, ev: &Event<'_>) -> bool {
             return false;
         }
     }
-    if !r.targets.is_empty() && !r.targets.iter().any(|t| ev.target().starts_with(t.as_str())) {
+    if !r.targets.is_empty()
+        && !r
+            .targets
+            .iter()
+            .any(|t| ev.target().starts_with(t.as_str()))
+    {
         return false;
     }
     if !r.spans.is_empty() && !r.spans.iter().any(|s| ev.has_span(s)) {

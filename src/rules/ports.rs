@@ -72,7 +72,10 @@ pub fn roles(port: u16) -> &'static [PortRole] {
 }
 
 pub fn name(port: u16) -> Option<&'static str> {
-    PORTS.iter().find(|(p, _, _)| *p == port).map(|(_, _, n)| *n)
+    PORTS
+        .iter()
+        .find(|(p, _, _)| *p == port)
+        .map(|(_, _, n)| *n)
 }
 
 /// The ports a line names: the inbound port, and those of its destination
@@ -93,8 +96,14 @@ pub fn has_role(ev: &Event<'_>, want: &[PortRole]) -> bool {
 /// destination pod's own policy container on localhost:8090)?
 pub fn is_control_plane_addr(addr: &str) -> bool {
     let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-    ["linkerd-dst", "linkerd-destination", "linkerd-identity", "linkerd-policy", "linkerd-sp-validator"]
-        .iter()
-        .any(|n| host.starts_with(n))
+    [
+        "linkerd-dst",
+        "linkerd-destination",
+        "linkerd-identity",
+        "linkerd-policy",
+        "linkerd-sp-validator",
+    ]
+    .iter()
+    .any(|n| host.starts_with(n))
         || port_of(addr).is_some_and(|p| roles(p).contains(&PortRole::ControlPlane))
 }

@@ -282,8 +282,8 @@ pub enum Known {
     Info,
 }
 
-pub use crate::parse::typed::Direction;
 pub use super::ports::PortRole;
+pub use crate::parse::typed::Direction;
 
 /// Wording that exists only in some releases: a cue to the log's era.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -345,4 +345,3 @@ pub const PRODUCER_FAMILIES: &[&str] = &[
     "go-log",
     "kube",
 ];
-

@@ -57,9 +57,28 @@ static ERROR_WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
         .build([
-            "error", "errors", "failed", "failure", "fails", "refused", "denied", "unauthorized",
-            "forbidden", "timeout", "timed out", "exception", "panic", "panicked", "fatal",
-            "unable to", "cannot", "can't", "invalid", "x509", "unreachable", "crashloopbackoff",
+            "error",
+            "errors",
+            "failed",
+            "failure",
+            "fails",
+            "refused",
+            "denied",
+            "unauthorized",
+            "forbidden",
+            "timeout",
+            "timed out",
+            "exception",
+            "panic",
+            "panicked",
+            "fatal",
+            "unable to",
+            "cannot",
+            "can't",
+            "invalid",
+            "x509",
+            "unreachable",
+            "crashloopbackoff",
             "oomkilled",
         ])
         .expect("static words")
@@ -159,7 +178,9 @@ mod tests {
 
     #[test]
     fn error_words_on_word_boundaries() {
-        assert!(error_worded("dial tcp 10.0.0.1:80: connect: connection refused"));
+        assert!(error_worded(
+            "dial tcp 10.0.0.1:80: connect: connection refused"
+        ));
         assert!(error_worded("ERROR: something"));
         assert!(!error_worded("terrorist mirrors"));
         assert!(!error_worded("all good"));

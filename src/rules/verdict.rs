@@ -33,7 +33,8 @@ impl State<'_> {
         }
         let era = self.stats.era.era().unwrap_or(Era::V2_15);
         let rules = &self.engine.rules;
-        let mut groups: Vec<((usize, String), Acc)> = std::mem::take(&mut self.groups).into_iter().collect();
+        let mut groups: Vec<((usize, String), Acc)> =
+            std::mem::take(&mut self.groups).into_iter().collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
         // Rules that reach the same verdict (id, severity, benign) about the
         // same subject make one finding, told by the first of them in the
@@ -203,7 +204,10 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
         notes.push("lpa could not tell which component printed these lines (no Linkerd log head or mark): a lead to confirm, not a proven cause.".into());
     }
     let values = |s: Subject| acc.subjects.get(&s).map(|v| v.ranked()).unwrap_or_default();
-    let addrs: Vec<String> = values(Subject::Dst).into_iter().chain(values(Subject::Peer)).collect();
+    let addrs: Vec<String> = values(Subject::Dst)
+        .into_iter()
+        .chain(values(Subject::Peer))
+        .collect();
     if r.id.as_deref().is_some_and(|id| id.starts_with("connect."))
         && !addrs.is_empty()
         && addrs.iter().all(|a| is_control_plane_addr(a))
@@ -275,7 +279,12 @@ fn link(symptom: &Finding, cause: &Finding) -> Option<Option<String>> {
         return Some(None);
     }
     let shared = symptom.dsts().iter().find(|d| cause.dsts().contains(d))?;
-    if symptom.proxies.intersection(&cause.proxies).next().is_some() {
+    if symptom
+        .proxies
+        .intersection(&cause.proxies)
+        .next()
+        .is_some()
+    {
         return Some(None);
     }
     Some(Some(format!(
@@ -293,7 +302,10 @@ fn fold(findings: Vec<Finding>) -> Vec<Finding> {
     let mut parent: Vec<Option<(usize, Option<String>)>> = vec![None; n];
     for i in 0..n {
         // A finding that already explains others stays a root.
-        if parent.iter().any(|p| p.as_ref().is_some_and(|(j, _)| *j == i)) {
+        if parent
+            .iter()
+            .any(|p| p.as_ref().is_some_and(|(j, _)| *j == i))
+        {
             continue;
         }
         let f = &findings[i];
@@ -309,9 +321,12 @@ fn fold(findings: Vec<Finding>) -> Vec<Finding> {
             .iter()
             .find_map(|&j| link(f, &findings[j]).map(|l| (j, l)));
         if found.is_none() && f.dsts().is_empty() {
-            let mut same_proxy = causes
-                .iter()
-                .filter(|&&j| f.proxies.intersection(&findings[j].proxies).next().is_some());
+            let mut same_proxy = causes.iter().filter(|&&j| {
+                f.proxies
+                    .intersection(&findings[j].proxies)
+                    .next()
+                    .is_some()
+            });
             if let (Some(&j), None) = (same_proxy.next(), same_proxy.next()) {
                 found = Some((j, None));
             }
