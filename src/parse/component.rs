@@ -86,7 +86,15 @@ pub fn of(ev: &Event<'_>) -> Component {
         }
     }
     match ev.producer {
-        Producer::ProxyPlain | Producer::ProxyLegacy => Component::Proxy,
+        Producer::ProxyPlain | Producer::ProxyLegacy => {
+            if ev.target().starts_with("linkerd_network_validator")
+                || ev.target().starts_with("linkerd_cni")
+            {
+                Component::Cni
+            } else {
+                Component::Proxy
+            }
+        }
         Producer::ProxyJson => {
             if ev.target.as_deref().is_none_or(is_proxy_target) {
                 Component::Proxy
@@ -95,7 +103,17 @@ pub fn of(ev: &Event<'_>) -> Component {
             }
         }
         Producer::AccessApache | Producer::AccessJson => Component::Proxy,
-        Producer::PolicyController => Component::Policy,
+        // kubert's layout is shared by the CNI's network validator and
+        // repair controller: their targets tell.
+        Producer::PolicyController => {
+            if ev.target().starts_with("linkerd_network_validator")
+                || ev.target().starts_with("linkerd_cni")
+            {
+                Component::Cni
+            } else {
+                Component::Policy
+            }
+        }
         Producer::ProxyInit => Component::ProxyInit,
         Producer::Logrus | Producer::LogrusJson => of_logrus(ev),
         Producer::Klog => Component::ControlPlane,

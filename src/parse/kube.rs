@@ -100,7 +100,11 @@ pub fn field<'a>(s: &'a str, container: Option<&'a str>, ev: &mut Event<'a>) -> 
     ev.level = Some(if bad { Level::Warn } else { Level::Info });
     ev.message = Some(Cow::Borrowed(s));
     ev.fields.push((Cow::Borrowed(name), Cow::Borrowed(value)));
-    if let Some(c) = container {
+    // `kubectl describe` names the container above its fields; a pod's YAML
+    // status names it among them (`lastState` before `name`), so only the
+    // describe spelling is attributed.
+    let describe = key.as_bytes()[0].is_ascii_uppercase();
+    if let Some(c) = container.filter(|_| describe) {
         ev.fields
             .push((Cow::Borrowed("container"), Cow::Borrowed(c)));
     }

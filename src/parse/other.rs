@@ -187,6 +187,9 @@ fn is_init_message(msg: &str) -> bool {
         || msg.starts_with("Will ignore port")
         || msg.starts_with("Will redirect")
         || msg.starts_with("Ignoring uid")
+        || msg.starts_with("Redirecting ")
+        || msg.starts_with("Invalid port configuration")
+        || msg.starts_with(":; ")
 }
 
 /// Go's stdlib logger has no levels; an error reads as one.

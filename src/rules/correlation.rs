@@ -110,6 +110,8 @@ struct Match {
     rule: usize,
     /// The connection whose tags decide it, when its rule asks for tags.
     tags_of: Option<String>,
+    /// Its tags, when this block knew them at the match.
+    tags: Option<u32>,
     acc: Acc,
 }
 
@@ -328,10 +330,13 @@ impl<'e> State<'e> {
         let mut live: Vec<Match> = Vec::with_capacity(matches.len());
         for m in matches {
             let have = m
-                .tags_of
-                .as_deref()
-                .filter(|_| tags_known)
-                .and_then(|c| self.tags.get(c).copied())
+                .tags
+                .or_else(|| {
+                    m.tags_of
+                        .as_deref()
+                        .filter(|_| tags_known)
+                        .and_then(|c| self.tags.get(c).copied())
+                })
                 .unwrap_or(0);
             if !needs_tags(&engine.rules[m.rule]) || self.tag_condition(m.rule, have) {
                 live.push(m);
@@ -340,9 +345,17 @@ impl<'e> State<'e> {
         let Some(best) = live.iter().map(|m| engine.rules[m.rule].weight).max() else {
             return false;
         };
+        // A weaker match that a winner explains stays, as that winner's
+        // consequence (they share the line, so the verdict folds it).
+        let explained: Vec<String> = live
+            .iter()
+            .map(|m| &engine.rules[m.rule])
+            .filter(|r| r.weight == best)
+            .flat_map(|r| r.explains.iter().cloned())
+            .collect();
         for m in live {
             let r = &engine.rules[m.rule];
-            if r.weight != best {
+            if r.weight != best && !r.id.as_ref().is_some_and(|id| explained.contains(id)) {
                 continue;
             }
             if r.known.is_some() {
@@ -490,9 +503,11 @@ impl<'e> State<'e> {
             if !reports(r) {
                 continue;
             }
+            let tags_of = conn.filter(|_| needs_tags(r));
             matches.push(Match {
                 rule: ri,
-                tags_of: conn.filter(|_| needs_tags(r)).map(str::to_string),
+                tags: tags_of.and_then(|c| self.tags.get(c).copied()),
+                tags_of: tags_of.map(str::to_string),
                 acc: hit(source, hay, line, n, caps),
             });
         }
@@ -707,7 +722,9 @@ fn hit(source: &str, hay: &str, line: Line<'_, '_>, n: u64, caps: Caps) -> Acc {
         count: 1,
         first_at: (source.to_string(), n),
         last_at: (source.to_string(), n),
-        attributed: ev.is_some_and(|e| e.component.is_linkerd()),
+        attributed: ev.is_some_and(|e| {
+            e.component.is_linkerd() || e.component == crate::parse::Component::Kubernetes
+        }),
         ..Default::default()
     };
     acc.proxies.insert(proxy_key(source, ev));

@@ -9,6 +9,11 @@ use serde::Deserialize;
 /// The rules shipped with lpa, by file: one per area of the knowledge base.
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("core.toml", include_str!("kb/core.toml")),
+    ("proxy.toml", include_str!("kb/proxy.toml")),
+    ("legacy.toml", include_str!("kb/legacy.toml")),
+    ("control-plane.toml", include_str!("kb/control-plane.toml")),
+    ("lifecycle.toml", include_str!("kb/lifecycle.toml")),
+    ("runtime.toml", include_str!("kb/runtime.toml")),
     ("eras.toml", include_str!("kb/eras.toml")),
 ];
 
@@ -400,6 +405,7 @@ pub fn load(user_files: &[std::path::PathBuf]) -> Result<KnowledgeBase> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Serialize;
 
     #[test]
     fn built_in_rules_are_valid_and_cover_every_id() {
