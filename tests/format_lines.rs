@@ -14,7 +14,10 @@ use std::fmt::Write as _;
 use typed_arena::Arena;
 
 use Level::*;
-use Producer::*;
+use Producer::{
+    AccessApache, AccessJson, GoPanic, Klog, Logrus, LogrusJson, PolicyController, ProxyInit,
+    ProxyJson, ProxyPlain, RustPanic,
+};
 use X::*;
 
 /// One expectation about a row.

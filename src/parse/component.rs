@@ -139,5 +139,7 @@ pub fn of(ev: &Event<'_>) -> Component {
         }
         Producer::GoLog => Component::Unknown,
         Producer::Kube => Component::Kubernetes,
+        Producer::Check => Component::Cli,
+        Producer::Prose => Component::Reporter,
     }
 }

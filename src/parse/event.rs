@@ -97,6 +97,12 @@ pub enum Producer {
     /// Kubernetes' own output pasted beside the logs: `kubectl describe`
     /// fields (container states, reasons, exit codes) and events.
     Kube,
+    /// A `linkerd check` result line: `√`, `‼` or `×` and the check's name,
+    /// with its hint lines.
+    Check,
+    /// A sentence of a ticket's prose (made by triage, never read from a
+    /// log): what the reporter says they saw.
+    Prose,
 }
 
 impl Producer {
@@ -116,6 +122,8 @@ impl Producer {
             Producer::GoPanic => "go-panic",
             Producer::GoLog => "go-log",
             Producer::Kube => "kube",
+            Producer::Check => "check",
+            Producer::Prose => "prose",
         }
     }
 
@@ -148,6 +156,10 @@ pub enum Component {
     ControlPlane,
     /// Kubernetes itself: `kubectl describe` and events.
     Kubernetes,
+    /// The `linkerd` CLI (`linkerd check`).
+    Cli,
+    /// The person who wrote a ticket, in their own words.
+    Reporter,
     /// An application container's own output.
     Application,
     /// No mark tells: unparsed text, or a Go `log` line of any program.
@@ -156,7 +168,7 @@ pub enum Component {
 }
 
 impl Component {
-    pub const ALL: [Component; 13] = [
+    pub const ALL: [Component; 15] = [
         Component::Proxy,
         Component::ProxyInit,
         Component::Cni,
@@ -168,6 +180,8 @@ impl Component {
         Component::Viz,
         Component::ControlPlane,
         Component::Kubernetes,
+        Component::Cli,
+        Component::Reporter,
         Component::Application,
         Component::Unknown,
     ];
@@ -185,6 +199,8 @@ impl Component {
             Component::Viz => "viz",
             Component::ControlPlane => "control-plane",
             Component::Kubernetes => "kubernetes",
+            Component::Cli => "linkerd-cli",
+            Component::Reporter => "reporter",
             Component::Application => "application",
             Component::Unknown => "unknown",
         }
@@ -212,8 +228,17 @@ impl Component {
     pub fn is_linkerd(self) -> bool {
         !matches!(
             self,
-            Component::Kubernetes | Component::Application | Component::Unknown
+            Component::Kubernetes
+                | Component::Application
+                | Component::Unknown
+                | Component::Reporter
         )
+    }
+
+    /// Is the line evidence of what happened (a program's output, not a
+    /// person's words, and tied to a component or to Kubernetes)?
+    pub fn is_attributed(self) -> bool {
+        self.is_linkerd() || self == Component::Kubernetes
     }
 }
 

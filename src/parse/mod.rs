@@ -2,6 +2,7 @@
 //! grammar (never per file), into events; multi-line records (panics,
 //! proxy-init command output) gather their continuation lines.
 
+pub mod check;
 pub mod component;
 pub mod event;
 pub mod fields;
@@ -84,6 +85,8 @@ fn dispatch<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
         b'I' | b'W' | b'E' | b'F' => other::klog(s, ev).or_else(|| plain::proxy_legacy(s, ev)),
         b'D' | b'T' => plain::proxy_legacy(s, ev),
         b'a'..=b'f' | b'A'..=b'C' => other::access_apache(s, ev),
+        // `√` `‼` `×`: the first byte of their UTF-8.
+        0xE2 | 0xC3 => check::parse(s, ev),
         _ => None,
     };
     specific.or_else(|| {
@@ -98,7 +101,7 @@ fn dispatch<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
 /// Records that may continue on following lines that have no header.
 fn takes_continuation(ev: &Event) -> bool {
     match ev.producer {
-        Producer::RustPanic | Producer::GoPanic => true,
+        Producer::RustPanic | Producer::GoPanic | Producer::Check => true,
         Producer::ProxyInit => ev.message().starts_with("< "),
         _ => false,
     }
@@ -193,6 +196,15 @@ impl<'a> Tokenizer<'a> {
             }
         }
         let trimmed = line.trim();
+        // A check's hints are indented under it; the next section's heading
+        // is not.
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.producer == Producer::Check && !line.starts_with([' ', '\t']))
+        {
+            self.flush(emit);
+        }
         if let Some(p) = self.pending.as_mut() {
             if !trimmed.is_empty() {
                 // Rust ≥ 1.73 prints the panic message on the line after the

@@ -47,6 +47,8 @@ pub struct Acc {
     pub proxies: BTreeSet<String>,
     /// Some line is a Linkerd component's event (not fallback text).
     pub attributed: bool,
+    /// Some line is a program's output, not a reporter's words.
+    pub logged: bool,
 }
 
 impl Acc {
@@ -69,6 +71,7 @@ impl Acc {
         }
         self.count += o.count;
         self.attributed |= o.attributed;
+        self.logged |= o.logged;
         // Most merges bring lines after all of these (a later block, the
         // next match): appending keeps the order. Only a match that waited
         // for an earlier block, or another rule's, needs the sort.
@@ -687,23 +690,20 @@ fn group_of(r: &Rule, acc: &Acc) -> String {
         .unwrap_or_default()
 }
 
-/// The proxy a line is from: its input, and the pod and container when a
-/// prefix names them (a stream of several pods holds several proxies).
+/// The proxy a line is from: its input, and the pod when a prefix names
+/// it (a stream of several pods holds several proxies; a pod's containers
+/// share one).
 fn proxy_key(source: &str, ev: Option<&Event<'_>>) -> String {
-    match ev.and_then(|e| e.wrapper.pod.map(|p| (p, e.wrapper.container))) {
-        Some((pod, Some(c))) => format!("{source} {pod}/{c}"),
-        Some((pod, None)) => format!("{source} {pod}"),
+    match ev.and_then(|e| e.wrapper.pod) {
+        Some(pod) => format!("{source} {pod}"),
         None => source.to_string(),
     }
 }
 
 fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -> Evidence {
     let kind = match how {
-        Line::Event(e)
-            if e.component.is_linkerd() || e.component == crate::parse::Component::Kubernetes =>
-        {
-            None
-        }
+        Line::Event(e) if e.component == crate::parse::Component::Reporter => Some("prose"),
+        Line::Event(e) if e.component.is_attributed() => None,
         Line::Event(_) => Some("unattributed"),
         Line::Unparsed => Some("unparsed"),
         Line::Foreign => Some("application"),
@@ -722,9 +722,8 @@ fn hit(source: &str, hay: &str, line: Line<'_, '_>, n: u64, caps: Caps) -> Acc {
         count: 1,
         first_at: (source.to_string(), n),
         last_at: (source.to_string(), n),
-        attributed: ev.is_some_and(|e| {
-            e.component.is_linkerd() || e.component == crate::parse::Component::Kubernetes
-        }),
+        attributed: ev.is_some_and(|e| e.component.is_attributed()),
+        logged: ev.is_none_or(|e| e.component != crate::parse::Component::Reporter),
         ..Default::default()
     };
     acc.proxies.insert(proxy_key(source, ev));

@@ -142,6 +142,9 @@ pub struct Finding {
     pub(super) first_at: (usize, u64),
     #[serde(skip)]
     pub(super) proxies: BTreeSet<String>,
+    /// Rests only on a reporter's words, no log line.
+    #[serde(skip)]
+    pub(super) hearsay: bool,
 }
 
 impl Finding {

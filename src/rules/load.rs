@@ -14,6 +14,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("control-plane.toml", include_str!("kb/control-plane.toml")),
     ("lifecycle.toml", include_str!("kb/lifecycle.toml")),
     ("runtime.toml", include_str!("kb/runtime.toml")),
+    ("libraries.toml", include_str!("kb/libraries.toml")),
     ("eras.toml", include_str!("kb/eras.toml")),
 ];
 
@@ -243,11 +244,11 @@ fn parse_over(
             if !PRODUCER_FAMILIES.contains(&p.as_str()) {
                 err(
                     format!("rule '{}': unknown producer family '{p}'", r.name),
-                    "use proxy, control-plane, init, access, panic, go-log or kube",
+                    "use proxy, control-plane, init, access, panic, go-log, kube, check or prose",
                 );
             }
         }
-        for rx in r.regex.iter().chain(&r.capture) {
+        for rx in r.regex.iter().chain(&r.capture).chain(&r.not_regex) {
             if let Err(e) = regex::Regex::new(rx) {
                 err(
                     format!("rule '{}': bad regex: {e}", r.name),

@@ -42,6 +42,7 @@ pub struct Engine {
     /// Rules without literals: tried on every event.
     always: Vec<usize>,
     regexes: Vec<Option<Regex>>,
+    not_regexes: Vec<Option<Regex>>,
     captures: Vec<Option<Regex>>,
     lower_all: Vec<Vec<String>>,
     lower_not: Vec<Vec<String>>,
@@ -71,6 +72,8 @@ pub fn producer_family(p: Producer) -> &'static str {
         Producer::RustPanic | Producer::GoPanic => "panic",
         Producer::GoLog => "go-log",
         Producer::Kube => "kube",
+        Producer::Check => "check",
+        Producer::Prose => "prose",
     }
 }
 
@@ -140,6 +143,7 @@ impl Engine {
         let lower = |v: &Vec<String>| v.iter().map(|s| s.to_ascii_lowercase()).collect();
         Engine {
             regexes: rules.iter().map(|r| compile(&r.regex)).collect(),
+            not_regexes: rules.iter().map(|r| compile(&r.not_regex)).collect(),
             captures: rules.iter().map(|r| compile(&r.capture)).collect(),
             lower_all: rules.iter().map(|r| lower(&r.all_text)).collect(),
             lower_not: rules.iter().map(|r| lower(&r.not_text)).collect(),
@@ -206,6 +210,12 @@ impl Engine {
         if self.lower_not[ri].iter().any(|n| contains_ci(hay, n)) {
             return None;
         }
+        if self.not_regexes[ri]
+            .as_ref()
+            .is_some_and(|rx| rx.is_match(hay))
+        {
+            return None;
+        }
         match line {
             Line::Event(ev) => {
                 if r.unparsed || !event_conditions(r, ev) {
@@ -218,8 +228,19 @@ impl Engine {
                     return None;
                 }
             }
-            // The fallback: what needs an event is not asked.
-            Line::Unparsed => {}
+            // The fallback: what needs an event is not asked, but a rule
+            // kept to some targets still needs one of them in the text (a
+            // line that lost its head keeps its target).
+            // Timing decides a rule kept to the proxy's first or later
+            // seconds: without an uptime it cannot be told.
+            Line::Unparsed => {
+                if !r.targets.is_empty() && !r.targets.iter().any(|t| hay.contains(t.as_str())) {
+                    return None;
+                }
+                if r.max_uptime.is_some() || r.min_uptime.is_some() {
+                    return None;
+                }
+            }
         }
         let mut caps = Vec::new();
         let mut collect = |rx: &Regex, c: regex::Captures| {
@@ -252,7 +273,9 @@ fn event_conditions(r: &Rule, ev: &Event<'_>) -> bool {
         return false;
     }
     if r.components.is_empty() {
-        if ev.component == Component::Application {
+        // Another program's output and a reporter's words reach only the
+        // rules written for them.
+        if matches!(ev.component, Component::Application | Component::Reporter) {
             return false;
         }
     } else if !component_in(&r.components, ev.component) {

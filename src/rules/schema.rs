@@ -179,6 +179,10 @@ pub struct Rule {
     /// `identity`, `server`, `target`) fill subjects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regex: Option<String>,
+    /// And not this regex (case-sensitive words such as `CANCEL` that a
+    /// case-insensitive `not_text` would also find inside `canceled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_regex: Option<String>,
     /// A regex whose named groups fill subjects when it matches; unlike
     /// `regex` it does not decide whether the rule matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -344,4 +348,6 @@ pub const PRODUCER_FAMILIES: &[&str] = &[
     "panic",
     "go-log",
     "kube",
+    "check",
+    "prose",
 ];

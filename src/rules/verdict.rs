@@ -21,8 +21,8 @@ const STARTUP_LINES: u64 = 20;
 /// much less sure.
 const UNATTRIBUTED_CONFIDENCE: f64 = 0.7;
 
-/// What makes findings one: diagnosis id, subject group, severity, benign.
-type Verdict<'r> = (&'r str, String, Severity, bool);
+/// What makes findings one: diagnosis id, subject group, benign.
+type Verdict<'r> = (&'r str, String, bool);
 
 impl State<'_> {
     /// The findings, ranked, with symptoms folded under their causes.
@@ -36,9 +36,9 @@ impl State<'_> {
         let mut groups: Vec<((usize, String), Acc)> =
             std::mem::take(&mut self.groups).into_iter().collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
-        // Rules that reach the same verdict (id, severity, benign) about the
-        // same subject make one finding, told by the first of them in the
-        // rules file.
+        // Rules that reach the same verdict (id, benign) about the same
+        // subject make one finding, told by its most telling rule (a cause
+        // before a symptom, the more specific first).
         let mut merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)> = BTreeMap::new();
         for ((ri, group), acc) in groups {
             let r = &rules[ri];
@@ -48,7 +48,7 @@ impl State<'_> {
             {
                 continue;
             }
-            let key = (r.id.as_deref().unwrap_or(""), group, r.severity, r.benign);
+            let key = (r.id.as_deref().unwrap_or(""), group, r.benign);
             match merged.get_mut(&key) {
                 Some((ris, a)) => {
                     if !ris.contains(&ri) {
@@ -66,7 +66,8 @@ impl State<'_> {
         let mut findings: Vec<Finding> = entries
             .into_iter()
             .map(|(ris, acc)| {
-                let rs: Vec<&Rule> = ris.iter().map(|&i| &rules[i]).collect();
+                let mut rs: Vec<&Rule> = ris.iter().map(|&i| &rules[i]).collect();
+                rs.sort_by(|a, b| a.role.cmp(&b.role).then(b.weight.cmp(&a.weight)));
                 new_finding(&rs, acc, era, &self.stats)
             })
             .collect();
@@ -81,7 +82,7 @@ impl State<'_> {
 fn join_ungrouped(merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)>) -> Vec<(Vec<usize>, Acc)> {
     let mut ungrouped = Vec::new();
     let mut out: Vec<((&str, bool), String, Vec<usize>, Acc)> = Vec::new();
-    for ((id, group, _, benign), (ris, acc)) in merged {
+    for ((id, group, benign), (ris, acc)) in merged {
         if group.is_empty() {
             ungrouped.push(((id, benign), ris, acc));
         } else {
@@ -193,11 +194,16 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
         .map(|(k, v)| (k.as_str(), v.ranked()))
         .filter(|(_, v)| !v.is_empty())
         .collect();
-    let mut sev = r.severity;
+    let mut sev = rules.iter().map(|x| x.severity).max().unwrap_or(r.severity);
     let mut benign = r.benign;
     let mut confidence = rules.iter().map(|x| x.confidence).fold(0.0, f64::max);
     let mut detail = r.detail.clone();
-    if !acc.attributed {
+    let hearsay = !acc.logged;
+    if hearsay {
+        sev = Severity::Info;
+        confidence *= UNATTRIBUTED_CONFIDENCE * UNATTRIBUTED_CONFIDENCE;
+        notes.push("From the reporter's own words, not from a log line: ask for the logs that would show it.".into());
+    } else if !acc.attributed {
         // Nothing ties these lines to a Linkerd component: a hypothesis.
         sev = sev.min(Severity::Warning);
         confidence *= UNATTRIBUTED_CONFIDENCE;
@@ -247,15 +253,18 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
         explains,
         first_at,
         proxies: acc.proxies,
+        hearsay,
     }
 }
 
-/// Harmful before benign, then severity, causes before symptoms, weight
-/// (specificity), confidence, weight of evidence, and first occurrence.
+/// Log evidence before a reporter's words, harmful before benign, then
+/// severity, causes before symptoms, weight (specificity), confidence,
+/// weight of evidence, and first occurrence.
 fn rank(f: &mut [Finding]) {
     f.sort_by(|a, b| {
-        a.benign
-            .cmp(&b.benign)
+        a.hearsay
+            .cmp(&b.hearsay)
+            .then(a.benign.cmp(&b.benign))
             .then(b.sev.cmp(&a.sev))
             .then(a.role.cmp(&b.role))
             .then(b.weight.cmp(&a.weight))
