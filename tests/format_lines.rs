@@ -461,7 +461,10 @@ static ROWS: &[Row] = rows! {
         Tgt(Some("linkerd_app_core::serve")), Msg(Some("Connection closed")),
         Fields(&[("error", "connection closed before message completed"), ("client.addr", "<ip:port>")]),
         Er(Some("connection closed before message completed"))];
-    "W15": "‼ control plane proxies are up-to-date" => [Prose];
+    // The note calls a `linkerd check` line prose; lpa reads it as the CLI's
+    // own verdict (a warning here), since check output is evidence too.
+    "W15": "‼ control plane proxies are up-to-date" => [
+        Lvl(Some(Warn)), Msg(Some("control plane proxies are up-to-date")), Fields(&[("status", "warn")])];
 
     // ---------------------------------------------------------------- C
     "C1": r#"time="2024-07-02T15:17:37Z" level=info msg="running version edge-24.6.4""# => [

@@ -256,6 +256,9 @@ pub enum Foreign {
     JavaTrace,
     PythonTrace,
     Syslog,
+    /// A Kubernetes manifest, `kubectl get`/`describe` output or YAML: not
+    /// a log (its status fields and events are read as events).
+    Manifest,
 }
 
 impl Foreign {
@@ -268,6 +271,7 @@ impl Foreign {
             Foreign::JavaTrace => "a Java stack trace",
             Foreign::PythonTrace => "a Python traceback",
             Foreign::Syslog => "a syslog or journal excerpt",
+            Foreign::Manifest => "Kubernetes output or a manifest",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The explain report: ranked findings, rendered for a terminal, as the JSON
 //! contract of spec/diagnoses.md, or as Markdown.
 
+use super::markdown as md;
 use super::style::Style;
 use crate::parse::typed::EraRange;
 use crate::parse::Era;
@@ -355,16 +356,19 @@ pub fn unmatched_markdown(o: &mut String, r: &Report) {
         return;
     }
     let _ = writeln!(o, "### Warnings and errors lpa has no rule for\n");
-    let _ = writeln!(o, "```text");
-    for e in r.unmatched.iter().take(unmatched_shown(r)) {
-        let _ = writeln!(
-            o,
-            "{}× {}:{}: {}",
-            e.count, e.example.source, e.example.line, e.example.text
-        );
-    }
-    let _ = writeln!(o, "```\n");
-    let _ = writeln!(o, "To place them, collect:\n");
+    let lines: Vec<String> = r
+        .unmatched
+        .iter()
+        .take(unmatched_shown(r))
+        .map(|e| {
+            format!(
+                "{}× {}:{}: {}",
+                e.count, e.example.source, e.example.line, e.example.text
+            )
+        })
+        .collect();
+    o.push_str(&md::block(lines.iter().map(String::as_str), "text"));
+    let _ = writeln!(o, "\nTo place them, collect:\n");
     for c in collect_next(r) {
         let _ = writeln!(o, "- {c}");
     }
@@ -375,28 +379,42 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
     let benign = if f.benign { ", benign" } else { "" };
     let _ = writeln!(
         o,
-        "### {n}. `{}` — {} ({}{benign})\n",
-        f.id, f.title, f.severity
+        "### {n}. {} — {} ({}{benign})\n",
+        md::code(&f.id),
+        md::text(&f.title),
+        f.severity
     );
     let _ = writeln!(o, "{}\n", f.explanation);
+    let times = if f.count == 1 {
+        "once".to_string()
+    } else {
+        format!("{} times", f.count)
+    };
     let _ = writeln!(
         o,
-        "Seen {} times{}.\n",
-        f.count,
+        "Seen {times}{}.\n",
         f.first_seen
             .as_ref()
-            .map(|s| format!(", first at {s}"))
+            .map(|s| format!(", first at {}", md::text(s)))
             .unwrap_or_default()
     );
-    let _ = writeln!(o, "```text");
-    for e in &f.evidence {
-        let _ = writeln!(o, "{}:{}: {}", e.source, e.line, e.text);
-    }
-    let _ = writeln!(o, "```\n");
+    let lines: Vec<String> = f
+        .evidence
+        .iter()
+        .map(|e| format!("{}:{}: {}", e.source, e.line, e.text))
+        .collect();
+    o.push_str(&md::block(lines.iter().map(String::as_str), "text"));
+    o.push('\n');
     if !f.consequences.is_empty() {
         let _ = writeln!(o, "Consequences of this cause:\n");
         for c in &f.consequences {
-            let _ = writeln!(o, "- `{}` {} ({} lines)", c.id, c.title, c.count);
+            let _ = writeln!(
+                o,
+                "- {} {} ({} lines)",
+                md::code(&c.id),
+                md::text(&c.title),
+                c.count
+            );
         }
         let _ = writeln!(o);
     }
@@ -406,7 +424,7 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
     if !f.next_commands.is_empty() {
         let _ = writeln!(o, "Next:\n");
         for c in &f.next_commands {
-            let _ = writeln!(o, "- `{}` — {}", c.command, c.why);
+            let _ = writeln!(o, "- {} — {}", md::code(&c.command), c.why);
         }
         let _ = writeln!(o);
     }

@@ -20,6 +20,8 @@ pub const MAX_EVIDENCE: usize = 5;
 const MAX_CLIENTS: usize = 4096;
 /// Inputs (or pods of a prefixed stream) named per finding.
 const MAX_PROXIES: usize = 64;
+/// Address aliases of service names kept.
+const MAX_ALIASES: usize = 4096;
 /// Groups (findings) per rule before the rest share one.
 const MAX_GROUPS: usize = 256;
 /// Lines per block waiting only for an earlier block's connection context;
@@ -49,6 +51,12 @@ pub struct Acc {
     pub attributed: bool,
     /// Some line is a program's output, not a reporter's words.
     pub logged: bool,
+    /// Lines that are `linkerd check` warnings (‼), not failures.
+    pub check_warnings: u64,
+    /// The connections its lines are on (client address and port, the
+    /// endpoint connected to), so that findings on one connection can be
+    /// linked.
+    pub conns: BTreeSet<String>,
 }
 
 impl Acc {
@@ -70,6 +78,7 @@ impl Acc {
             self.last_at = o.last_at;
         }
         self.count += o.count;
+        self.check_warnings += o.check_warnings;
         self.attributed |= o.attributed;
         self.logged |= o.logged;
         // Most merges bring lines after all of these (a later block, the
@@ -102,6 +111,11 @@ impl Acc {
         for p in o.proxies {
             if self.proxies.len() < MAX_PROXIES {
                 self.proxies.insert(p);
+            }
+        }
+        for c in o.conns {
+            if self.conns.len() < MAX_PROXIES {
+                self.conns.insert(c);
             }
         }
     }
@@ -145,6 +159,8 @@ pub struct Stats {
     pub foreign: BTreeMap<Foreign, u64>,
     /// The inputs in the order they were read.
     pub sources: Vec<String>,
+    /// `linkerd check` results: passed, and warned or failed.
+    pub checks: (u64, u64),
     pub era: EraVote,
 }
 
@@ -159,6 +175,8 @@ impl Stats {
         self.proxy_events += o.proxy_events;
         self.linkerd_lines += o.linkerd_lines;
         self.known += o.known;
+        self.checks.0 += o.checks.0;
+        self.checks.1 += o.checks.1;
         for (k, n) in &o.foreign {
             *self.foreign.entry(*k).or_insert(0) += n;
         }
@@ -200,6 +218,9 @@ pub struct State<'e> {
     conns: Recent<ConnCtx>,
     pub stats: Stats,
     pub(super) unmatched: Unmatched,
+    /// Addresses known to stand for a service name (`proxy{addr=ClusterIP}`
+    /// beside `service{…}` on one line): one destination, not two.
+    pub(super) aliases: BTreeMap<String, String>,
     /// A block of a larger input defers lines on connections it has not
     /// seen (their tags or context may be in an earlier block) to the
     /// merge; a state that reads the whole input decides at once (so
@@ -269,6 +290,7 @@ impl Engine {
             conns: Recent::default(),
             stats: Stats::default(),
             unmatched: Unmatched::default(),
+            aliases: BTreeMap::new(),
             defer: true,
             candidates: Vec::new(),
             era_sampler: EraSampler::default(),
@@ -302,6 +324,11 @@ impl<'e> State<'e> {
         self.conns.absorb(later.conns, ConnCtx::absorb);
         self.stats.merge(&later.stats);
         self.unmatched.merge(later.unmatched);
+        for (a, n) in later.aliases {
+            if self.aliases.len() < MAX_ALIASES {
+                self.aliases.entry(a).or_insert(n);
+            }
+        }
     }
 
     /// Decides a waiting line with what this state, all of the input
@@ -400,10 +427,26 @@ impl<'e> State<'e> {
         if ev.component.is_linkerd() {
             self.stats.linkerd_lines += 1;
         }
+        if ev.producer == Producer::Check {
+            if ev.level.is_some_and(|l| l >= Level::Warn) {
+                self.stats.checks.1 += 1;
+            } else {
+                self.stats.checks.0 += 1;
+            }
+        }
         self.era_sampler
             .observe(self.engine, ev, &mut self.stats.era);
         if let Some(c) = tag_key(TagKey::Client, ev) {
             self.remember_conn(c, ev);
+        }
+        if self.aliases.len() < MAX_ALIASES && ev.has_span("service") {
+            if let (Some(addr), Some(name)) =
+                (ev.span("proxy").and_then(|s| s.field("addr")), ev.dst())
+            {
+                if addr != name && !self.aliases.contains_key(addr) {
+                    self.aliases.insert(addr.to_string(), name.into_owned());
+                }
+            }
         }
         let owned;
         let full: &str = if matches!(
@@ -724,9 +767,17 @@ fn hit(source: &str, hay: &str, line: Line<'_, '_>, n: u64, caps: Caps) -> Acc {
         last_at: (source.to_string(), n),
         attributed: ev.is_some_and(|e| e.component.is_attributed()),
         logged: ev.is_none_or(|e| e.component != crate::parse::Component::Reporter),
+        check_warnings: u64::from(
+            ev.is_some_and(|e| e.producer == Producer::Check && e.level == Some(Level::Warn)),
+        ),
         ..Default::default()
     };
     acc.proxies.insert(proxy_key(source, ev));
+    for k in [TagKey::Client, TagKey::Peer] {
+        if let Some(c) = ev.and_then(|e| tag_key(k, e)) {
+            acc.conns.insert(c.to_string());
+        }
+    }
     let text = ev.map_or(hay, |e| &e.text);
     let mut e = evidence(source, n, text, line);
     if let Some(c) = ev.and_then(|e| e.continuation.as_deref()) {

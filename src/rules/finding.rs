@@ -142,6 +142,8 @@ pub struct Finding {
     pub(super) first_at: (usize, u64),
     #[serde(skip)]
     pub(super) proxies: BTreeSet<String>,
+    #[serde(skip)]
+    pub(super) conns: BTreeSet<String>,
     /// Rests only on a reporter's words, no log line.
     #[serde(skip)]
     pub(super) hearsay: bool,
@@ -185,6 +187,12 @@ impl Vars<'_> {
                 .first(Subject::Dst)
                 .filter(|d| d.contains(".svc."))
                 .and_then(|d| d.split(['.', ':']).next().map(str::to_string)),
+            // A destination's port is the port a port-keyed finding means.
+            "port" => self.first(Subject::Port).or_else(|| {
+                self.first(Subject::Dst)
+                    .and_then(|d| d.rsplit_once(':').map(|(_, p)| p.to_string()))
+                    .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
+            }),
             "workload" => self.workload.clone(),
             "workload_ns" => match self.workload.as_deref() {
                 Some("deploy/linkerd-gateway") => Some("linkerd-multicluster".into()),

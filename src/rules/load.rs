@@ -15,6 +15,9 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("lifecycle.toml", include_str!("kb/lifecycle.toml")),
     ("runtime.toml", include_str!("kb/runtime.toml")),
     ("libraries.toml", include_str!("kb/libraries.toml")),
+    ("checks.toml", include_str!("kb/checks.toml")),
+    ("tools.toml", include_str!("kb/tools.toml")),
+    ("prose.toml", include_str!("kb/prose.toml")),
     ("eras.toml", include_str!("kb/eras.toml")),
 ];
 

@@ -7,7 +7,7 @@
 use super::correlation::{Acc, State, Stats};
 use super::finding::{Command, Consequence, Finding, Vars};
 use super::ports::is_control_plane_addr;
-use super::{Rule, Severity, Subject};
+use super::{Role, Rule, Severity, Subject};
 use crate::parse::Era;
 use crate::report::explain::Report;
 use std::collections::BTreeMap;
@@ -80,34 +80,42 @@ impl State<'_> {
 /// A match that names no subject of its rule's grouping joins the only
 /// group of its id that has one; with several, it stays apart.
 fn join_ungrouped(merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)>) -> Vec<(Vec<usize>, Acc)> {
+    struct Group<'a> {
+        key: (&'a str, bool),
+        subject: String,
+        rules: Vec<usize>,
+        acc: Acc,
+    }
     let mut ungrouped = Vec::new();
-    let mut out: Vec<((&str, bool), String, Vec<usize>, Acc)> = Vec::new();
-    for ((id, group, benign), (ris, acc)) in merged {
-        if group.is_empty() {
-            ungrouped.push(((id, benign), ris, acc));
+    let mut out: Vec<Group> = Vec::new();
+    for ((id, subject, benign), (rules, acc)) in merged {
+        let g = Group {
+            key: (id, benign),
+            subject,
+            rules,
+            acc,
+        };
+        if g.subject.is_empty() {
+            ungrouped.push(g);
         } else {
-            out.push(((id, benign), group, ris, acc));
+            out.push(g);
         }
     }
-    for (k, ris, acc) in ungrouped {
-        let mut same = out.iter().filter(|o| o.0 == k && !o.1.is_empty());
+    for g in ungrouped {
+        let mut same = out.iter_mut().filter(|o| o.key == g.key);
         match (same.next(), same.next()) {
-            (Some(_), None) => {
-                let o = out
-                    .iter_mut()
-                    .find(|o| o.0 == k && !o.1.is_empty())
-                    .expect("found above");
-                for r in ris {
-                    if !o.2.contains(&r) {
-                        o.2.push(r);
+            (Some(o), None) => {
+                for r in g.rules {
+                    if !o.rules.contains(&r) {
+                        o.rules.push(r);
                     }
                 }
-                o.3.merge(acc);
+                o.acc.merge(g.acc);
             }
-            _ => out.push((k, String::new(), ris, acc)),
+            _ => out.push(g),
         }
     }
-    out.into_iter().map(|(_, _, r, a)| (r, a)).collect()
+    out.into_iter().map(|g| (g.rules, g.acc)).collect()
 }
 
 fn overlap<T: Ord>(a: &std::collections::BTreeSet<T>, b: &std::collections::BTreeSet<T>) -> bool {
@@ -199,6 +207,10 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
     let mut confidence = rules.iter().map(|x| x.confidence).fold(0.0, f64::max);
     let mut detail = r.detail.clone();
     let hearsay = !acc.logged;
+    if acc.check_warnings == acc.count {
+        // `linkerd check` warned (‼); it did not fail.
+        sev = sev.min(Severity::Warning);
+    }
     if hearsay {
         sev = Severity::Info;
         confidence *= UNATTRIBUTED_CONFIDENCE * UNATTRIBUTED_CONFIDENCE;
@@ -253,6 +265,7 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
         explains,
         first_at,
         proxies: acc.proxies,
+        conns: acc.conns,
         hearsay,
     }
 }
@@ -275,8 +288,9 @@ fn rank(f: &mut [Finding]) {
 }
 
 /// How a cause accounts for a symptom: the same lines show both, or, in
-/// one proxy, they name the same destination (`Some(None)`); or in two
-/// inputs the destination links them (`Some(Some(words))`).
+/// one proxy, they are on the same connection or name the same destination
+/// (`Some(None)`); or in two inputs the destination links them
+/// (`Some(Some(words))`).
 fn link(symptom: &Finding, cause: &Finding) -> Option<Option<String>> {
     let same_line = symptom.evidence.iter().any(|e| {
         cause
@@ -284,16 +298,17 @@ fn link(symptom: &Finding, cause: &Finding) -> Option<Option<String>> {
             .iter()
             .any(|c| c.source == e.source && c.line == e.line)
     });
-    if same_line {
-        return Some(None);
-    }
-    let shared = symptom.dsts().iter().find(|d| cause.dsts().contains(d))?;
-    if symptom
+    let same_proxy = symptom
         .proxies
         .intersection(&cause.proxies)
         .next()
-        .is_some()
-    {
+        .is_some();
+    let same_conn = symptom.conns.intersection(&cause.conns).next().is_some();
+    if same_line || (same_proxy && same_conn) {
+        return Some(None);
+    }
+    let shared = symptom.dsts().iter().find(|d| cause.dsts().contains(d))?;
+    if same_proxy {
         return Some(None);
     }
     Some(Some(format!(
@@ -329,7 +344,9 @@ fn fold(findings: Vec<Finding>) -> Vec<Finding> {
         let mut found = causes
             .iter()
             .find_map(|&j| link(f, &findings[j]).map(|l| (j, l)));
-        if found.is_none() && f.dsts().is_empty() {
+        // Only a symptom (fail-fast, say) may hang on a cause by their
+        // sharing a proxy alone; a cause of its own needs a link.
+        if found.is_none() && f.dsts().is_empty() && f.role == Role::Symptom {
             let mut same_proxy = causes.iter().filter(|&&j| {
                 f.proxies
                     .intersection(&findings[j].proxies)
@@ -358,5 +375,29 @@ fn fold(findings: Vec<Finding>) -> Vec<Finding> {
             }
         }
     }
-    out.into_iter().flatten().collect()
+    demote_symptoms(out.into_iter().flatten().collect())
+}
+
+/// A symptom left standing (no link to fold it) still ranks after a cause
+/// that explains its id: fail-fast is never the root cause when the input
+/// shows a mechanism that produces it.
+fn demote_symptoms(mut f: Vec<Finding>) -> Vec<Finding> {
+    let mut i = 0;
+    while i < f.len() {
+        let later_cause = (i + 1..f.len()).rev().find(|&j| {
+            f[i].role == Role::Symptom
+                && f[j].role == Role::Cause
+                && !f[j].benign
+                && !f[j].hearsay
+                && f[j].explains.contains(&f[i].id)
+        });
+        match later_cause {
+            Some(j) => {
+                let s = f.remove(i);
+                f.insert(j, s);
+            }
+            None => i += 1,
+        }
+    }
+    f
 }
