@@ -7,6 +7,8 @@ use crate::input::wrap::{normalize, unwrap};
 use crate::parse::{parse_line, Era, Record, Tokenizer};
 use crate::pipeline::Accumulator;
 use crate::report::explain::{finding_markdown, Report, DEBUG_ANNOTATION};
+use crate::report::text;
+use crate::rules::command::{setup_line, Command};
 use crate::rules::engine::Engine;
 use regex::Regex;
 use serde::Serialize;
@@ -332,10 +334,10 @@ pub fn markdown(t: &Triage) -> String {
             let first_sentence = f.explanation.split(". ").next().unwrap_or(&f.explanation);
             let _ = writeln!(
                 o,
-                "**{}** (`{}`). {}.",
-                f.title,
-                f.id,
-                first_sentence.trim_end_matches('.')
+                "**{}** ({}). {}.",
+                text::prose(&f.title, &f.quoted),
+                text::code(&f.id),
+                text::prose(first_sentence.trim_end_matches('.'), &f.quoted)
             );
             if !f.consequences.is_empty() {
                 let mut c: Vec<String> = f
@@ -361,7 +363,13 @@ pub fn markdown(t: &Triage) -> String {
     if !benign.is_empty() {
         let b: Vec<String> = benign
             .iter()
-            .map(|f| format!("{} (`{}`)", f.title, f.id))
+            .map(|f| {
+                format!(
+                    "{} ({})",
+                    text::prose(&f.title, &f.quoted),
+                    text::code(&f.id)
+                )
+            })
             .collect();
         let _ = writeln!(o, "\nHarmless noise: {}.", b.join("; "));
     }
@@ -379,7 +387,12 @@ pub fn markdown(t: &Triage) -> String {
         let _ = writeln!(
             o,
             "\nAlready tried, per the report: {}.",
-            t.context.tried.join("; ")
+            t.context
+                .tried
+                .iter()
+                .map(|s| text::code(s))
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
     let _ = writeln!(o, "\n## Findings\n");
@@ -393,20 +406,26 @@ pub fn markdown(t: &Triage) -> String {
         }
         let _ = writeln!(o);
     }
-    let mut cmds: Vec<&str> = Vec::new();
+    let mut cmds: Vec<Command> = Vec::new();
     for f in &harmful {
         for c in &f.next_commands {
-            if !cmds.contains(&c.command.as_str()) {
-                cmds.push(&c.command);
+            if !cmds.iter().any(|x| x.command == c.command) {
+                cmds.push(c.clone());
             }
         }
     }
     if !cmds.is_empty() {
-        let _ = writeln!(o, "## Next commands, in order\n\n```sh");
-        for c in cmds {
-            let _ = writeln!(o, "{c}");
-        }
-        let _ = writeln!(o, "```\n");
+        let setup = setup_line(&cmds);
+        let lines: Vec<&str> = setup
+            .iter()
+            .chain(cmds.iter().map(|c| &c.command))
+            .map(String::as_str)
+            .collect();
+        let _ = writeln!(
+            o,
+            "## Next commands, in order\n\n{}",
+            text::fenced("sh", &lines)
+        );
     }
     if !t.questions.is_empty() {
         let _ = writeln!(o, "## Questions\n");
@@ -424,7 +443,7 @@ pub fn markdown(t: &Triage) -> String {
         c.prose_lines,
         c.yaml_lines,
         c.check_lines,
-        c.version.as_ref().map(|v| format!("; Linkerd {v}")).unwrap_or_default(),
+        c.version.as_ref().map(|v| format!("; Linkerd {}", text::code(v))).unwrap_or_default(),
         r.era_text().map(|e| format!("; log format {e}")).unwrap_or_default(),
     );
     o

@@ -6,3 +6,4 @@ pub mod explain;
 pub mod jsonl;
 pub mod style;
 pub mod summary;
+pub mod text;
