@@ -8,7 +8,8 @@ use crate::report::explain::{self, Report};
 use crate::report::jsonl;
 use crate::report::style::{ColorChoice, Style};
 use crate::report::summary::{self, Summary, SummaryAcc};
-use crate::rules::{self, engine::Engine};
+use crate::report::text;
+use crate::rules::{self, command::Given, engine::Engine};
 use crate::{follow, triage};
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
@@ -162,6 +163,29 @@ pub struct ReportArgs {
     /// Print evidence lines in full instead of shortening long span stacks.
     #[arg(long, short)]
     pub verbose: bool,
+    /// The namespace of the workload that wrote the log, for next commands where the log does not show it.
+    #[arg(long, short = 'n', value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The pod that wrote the log, for next commands where the log does not show it.
+    #[arg(long, value_name = "POD")]
+    pub pod: Option<String>,
+    /// The workload that wrote the log (deploy/NAME, sts/NAME, ds/NAME), for next commands.
+    #[arg(long, value_name = "KIND/NAME")]
+    pub workload: Option<String>,
+}
+
+impl ReportArgs {
+    /// The rule engine, with what the flags fill in next commands.
+    fn engine(&self) -> Result<Engine> {
+        let mut engine = Engine::new(rules::load(&self.rules)?);
+        engine.given = Given::new(
+            self.namespace.clone(),
+            self.pod.clone(),
+            self.workload.clone(),
+        )
+        .map_err(anyhow::Error::msg)?;
+        Ok(engine)
+    }
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -240,6 +264,12 @@ impl Out {
             quiet: g.quiet,
             anon: g.anonymize.then(Anonymizer::default),
         }
+    }
+
+    /// Writes a human or Markdown document: no control character from the
+    /// input reaches the terminal (with `colour`, lpa's own colour codes do).
+    fn write_doc(&mut self, text: &str, colour: bool) -> Result<()> {
+        self.write(&text::document(text, colour))
     }
 
     fn write(&mut self, text: &str) -> Result<()> {
@@ -353,7 +383,7 @@ fn cmd_explain(
     opts: &pipeline::Options,
     out: &mut Out,
 ) -> Result<i32> {
-    let engine = Engine::new(rules::load(&args.rules)?);
+    let engine = args.engine()?;
     let report = if follow_mode {
         if files.len() > 1 {
             anyhow::bail!("--follow takes one file (or stdin), not {}", files.len());
@@ -369,17 +399,19 @@ fn cmd_explain(
         let mut sources = input::open_all(files)?;
         analyze(&mut sources, opts, &engine)?
     };
-    let text = match args.format {
-        Format::Json => serde_json::to_string_pretty(&report)? + "\n",
-        Format::Markdown => explain::markdown(&report),
-        Format::Human => explain::human(&report, &Style::for_stdout(g.color), args.verbose),
-    };
-    out.write(&text)?;
+    let style = Style::for_stdout(g.color);
+    match args.format {
+        Format::Json => out.write(&(serde_json::to_string_pretty(&report)? + "\n"))?,
+        Format::Markdown => out.write_doc(&explain::markdown(&report), false)?,
+        Format::Human => {
+            out.write_doc(&explain::human(&report, &style, args.verbose), style.color)?
+        }
+    }
     Ok(fail_status(&report, args.fail_on))
 }
 
 fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs, out: &mut Out) -> Result<i32> {
-    let engine = Engine::new(rules::load(&args.rules)?);
+    let engine = args.engine()?;
     let files: Vec<PathBuf> = file.cloned().into_iter().collect();
     let mut text = Vec::new();
     let mut name = String::from("stdin");
@@ -388,11 +420,10 @@ fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs, out: &mut Out) -> Resul
         src.read_to_end(&mut text)?;
     }
     let t = triage::triage(&name, &text, &engine);
-    let reply = match args.format {
-        Format::Json => serde_json::to_string_pretty(&t)? + "\n",
-        Format::Markdown | Format::Human => triage::markdown(&t),
-    };
-    out.write(&reply)?;
+    match args.format {
+        Format::Json => out.write(&(serde_json::to_string_pretty(&t)? + "\n"))?,
+        Format::Markdown | Format::Human => out.write_doc(&triage::markdown(&t), false)?,
+    }
     Ok(fail_status(&t.report, args.fail_on))
 }
 
@@ -463,7 +494,11 @@ fn cmd_summarize(
             t
         }
     };
-    out.write(&text)?;
+    if format == Format::Json {
+        out.write(&text)?;
+    } else {
+        out.write_doc(&text, style.color && format == Format::Human)?;
+    }
     Ok(0)
 }
 

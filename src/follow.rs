@@ -9,6 +9,7 @@
 
 use crate::pipeline::process_block;
 use crate::report::explain::Report;
+use crate::report::text::clean;
 use crate::rules::engine::{Engine, State};
 use anyhow::Result;
 use std::collections::HashMap;
@@ -111,21 +112,29 @@ fn print_changes(
         };
         match seen.get(&key) {
             None => {
-                writeln!(out, "+ {sev} {}  {} ({} lines)", f.id, f.title, f.count)?;
+                writeln!(
+                    out,
+                    "+ {sev} {}  {} ({} lines)",
+                    f.id,
+                    clean(&f.title),
+                    f.count
+                )?;
                 if let Some(e) = f.evidence.first() {
                     writeln!(
                         out,
                         "    {}:{} {}",
-                        e.source,
+                        clean(&e.source),
                         e.line,
-                        crate::report::explain::elide(&e.text, 160)
+                        clean(&crate::report::explain::elide(&e.text, 160))
                     )?;
                 }
                 if let Some(c) = f.next_commands.first() {
                     writeln!(out, "    $ {}", c.command)?;
                 }
             }
-            Some(n) if *n != f.count => writeln!(out, "~ {} {}: {} lines", f.id, f.title, f.count)?,
+            Some(n) if *n != f.count => {
+                writeln!(out, "~ {} {}: {} lines", f.id, clean(&f.title), f.count)?
+            }
             Some(_) => {}
         }
         seen.insert(key, f.count);

@@ -11,4 +11,5 @@ pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod rules;
+pub mod shell;
 pub mod triage;

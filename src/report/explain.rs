@@ -1,13 +1,15 @@
 //! The explain report: ranked findings, rendered for a terminal, as the JSON
 //! contract of spec/diagnoses.md, or as Markdown.
 
-use super::markdown as md;
 use super::style::Style;
+use super::text::{self, clean, code, fenced};
 use crate::parse::typed::EraRange;
 use crate::parse::Era;
+use crate::rules::command::setup_line;
 use crate::rules::engine::{Finding, Stats, UnmatchedEntry};
 use crate::rules::unmatched::Unmatched;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 #[derive(Debug, Clone, Serialize)]
@@ -181,7 +183,7 @@ pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
             "\n{}. {sev}{benign} {}  {}",
             i + 1,
             st.bold(&f.id),
-            f.title
+            clean(&f.title)
         );
         let _ = writeln!(
             o,
@@ -190,23 +192,23 @@ pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
             f.confidence * 100.0,
             f.first_seen
                 .as_ref()
-                .map(|s| format!(", first {s}"))
+                .map(|s| format!(", first {}", clean(s)))
                 .unwrap_or_default(),
             f.last_seen
                 .as_ref()
                 .filter(|l| Some(*l) != f.first_seen.as_ref())
-                .map(|s| format!(", last {s}"))
+                .map(|s| format!(", last {}", clean(s)))
                 .unwrap_or_default()
         );
         for line in wrap(&f.explanation, 100) {
-            let _ = writeln!(o, "   {line}");
+            let _ = writeln!(o, "   {}", clean(&line));
         }
         if !f.subjects.is_empty() {
             let subj: Vec<String> = f
                 .subjects
                 .iter()
                 .map(|(k, v)| {
-                    let shown: Vec<&str> = v.iter().take(6).map(String::as_str).collect();
+                    let shown: Vec<Cow<'_, str>> = v.iter().take(6).map(|s| clean(s)).collect();
                     let more = if v.len() > 6 {
                         format!(" (+{})", v.len() - 6)
                     } else {
@@ -221,11 +223,11 @@ pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
         for e in &f.evidence {
             for (k, line) in e.text.lines().enumerate() {
                 let loc = if k == 0 {
-                    format!("{}:{}", e.source, e.line)
+                    format!("{}:{}", clean(&e.source), e.line)
                 } else {
                     String::new()
                 };
-                let _ = writeln!(o, "     {} {}", st.dim(&loc), elide(line, width));
+                let _ = writeln!(o, "     {} {}", st.dim(&loc), clean(&elide(line, width)));
             }
         }
         if !f.consequences.is_empty() {
@@ -235,25 +237,28 @@ pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
                 st.dim("consequences (explained by this cause):")
             );
             for c in &f.consequences {
-                let _ = writeln!(o, "     - {} {} ({} lines)", c.id, c.title, c.count);
+                let _ = writeln!(o, "     - {} {} ({} lines)", c.id, clean(&c.title), c.count);
                 for e in &c.evidence {
                     let _ = writeln!(
                         o,
                         "       {} {}",
-                        st.dim(&format!("{}:{}", e.source, e.line)),
-                        elide(&e.text, width)
+                        st.dim(&format!("{}:{}", clean(&e.source), e.line)),
+                        clean(&elide(&e.text, width))
                     );
                 }
             }
         }
         for n in &f.notes {
-            let _ = writeln!(o, "   {} {n}", st.yellow("note:"));
+            let _ = writeln!(o, "   {} {}", st.yellow("note:"), clean(n));
         }
         if !f.next_commands.is_empty() {
             let _ = writeln!(o, "   {}", st.dim("next:"));
+            if let Some(l) = setup_line(&f.next_commands) {
+                let _ = writeln!(o, "     {}", st.dim(&l));
+            }
             for c in &f.next_commands {
                 let _ = writeln!(o, "     {} {}", st.green("$"), c.command);
-                let _ = writeln!(o, "       {}", st.dim(&c.why));
+                let _ = writeln!(o, "       {}", st.dim(&clean(&c.why)));
             }
         }
         if let Some(d) = &f.doc {
@@ -307,12 +312,12 @@ fn unmatched_human(o: &mut String, r: &Report, st: &Style, width: usize) {
         let lvl = e
             .level
             .map_or("line".to_string(), |l| l.as_str().to_uppercase());
-        let _ = writeln!(o, "  {}× {lvl} {}", e.count, e.template);
+        let _ = writeln!(o, "  {}× {lvl} {}", e.count, clean(&e.template));
         let _ = writeln!(
             o,
             "     {} {}",
-            st.dim(&format!("{}:{}", e.example.source, e.example.line)),
-            elide(&e.example.text, width)
+            st.dim(&format!("{}:{}", clean(&e.example.source), e.example.line)),
+            clean(&elide(&e.example.text, width))
         );
     }
     let more = r.unmatched.len().saturating_sub(shown) as u64 + r.unmatched_more;
@@ -367,8 +372,8 @@ pub fn unmatched_markdown(o: &mut String, r: &Report) {
             )
         })
         .collect();
-    o.push_str(&md::block(lines.iter().map(String::as_str), "text"));
-    let _ = writeln!(o, "\nTo place them, collect:\n");
+    let _ = writeln!(o, "{}", fenced("text", &lines));
+    let _ = writeln!(o, "To place them, collect:\n");
     for c in collect_next(r) {
         let _ = writeln!(o, "- {c}");
     }
@@ -377,14 +382,15 @@ pub fn unmatched_markdown(o: &mut String, r: &Report) {
 
 pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
     let benign = if f.benign { ", benign" } else { "" };
+    let q = &f.quoted;
     let _ = writeln!(
         o,
         "### {n}. {} — {} ({}{benign})\n",
-        md::code(&f.id),
-        md::text(&f.title),
+        code(&f.id),
+        text::prose(&f.title, q),
         f.severity
     );
-    let _ = writeln!(o, "{}\n", f.explanation);
+    let _ = writeln!(o, "{}\n", text::prose(&f.explanation, q));
     let times = if f.count == 1 {
         "once".to_string()
     } else {
@@ -395,36 +401,42 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
         "Seen {times}{}.\n",
         f.first_seen
             .as_ref()
-            .map(|s| format!(", first at {}", md::text(s)))
+            .map(|s| format!(", first at {}", code(s)))
             .unwrap_or_default()
     );
     let lines: Vec<String> = f
         .evidence
         .iter()
-        .map(|e| format!("{}:{}: {}", e.source, e.line, e.text))
+        .flat_map(|e| {
+            let mut ls = e.text.split('\n');
+            let first = format!("{}:{}: {}", e.source, e.line, ls.next().unwrap_or(""));
+            std::iter::once(first).chain(ls.map(str::to_string))
+        })
         .collect();
-    o.push_str(&md::block(lines.iter().map(String::as_str), "text"));
-    o.push('\n');
+    let _ = writeln!(o, "{}", fenced("text", &lines));
     if !f.consequences.is_empty() {
         let _ = writeln!(o, "Consequences of this cause:\n");
         for c in &f.consequences {
             let _ = writeln!(
                 o,
                 "- {} {} ({} lines)",
-                md::code(&c.id),
-                md::text(&c.title),
+                code(&c.id),
+                text::prose(&c.title, &c.quoted),
                 c.count
             );
         }
         let _ = writeln!(o);
     }
     for note in &f.notes {
-        let _ = writeln!(o, "> {note}\n");
+        let _ = writeln!(o, "> {}\n", text::prose(note, q));
     }
     if !f.next_commands.is_empty() {
         let _ = writeln!(o, "Next:\n");
+        if let Some(l) = setup_line(&f.next_commands) {
+            let _ = writeln!(o, "{}\n", code(&l));
+        }
         for c in &f.next_commands {
-            let _ = writeln!(o, "- {} — {}", md::code(&c.command), c.why);
+            let _ = writeln!(o, "- {} — {}", code(&c.command), text::prose(&c.why, q));
         }
         let _ = writeln!(o);
     }

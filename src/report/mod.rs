@@ -4,6 +4,6 @@
 pub mod anonymize;
 pub mod explain;
 pub mod jsonl;
-pub mod markdown;
 pub mod style;
 pub mod summary;
+pub mod text;

@@ -1,8 +1,8 @@
 //! What a finding holds and says: evidence lines, subjects, next commands
-//! rendered from templates with the names the log shows.
+//! (rendered by [`command`](super::command)).
 
-use super::{Role, Severity, Subject};
-use crate::parse::typed::host_of;
+pub use super::command::Command;
+use super::{Role, Severity};
 use crate::parse::Event;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -80,13 +80,6 @@ impl Seen {
     }
 }
 
-/// A next command, rendered for this log.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Command {
-    pub command: String,
-    pub why: String,
-}
-
 /// A symptom folded under its cause.
 #[derive(Debug, Clone, Serialize)]
 pub struct Consequence {
@@ -97,6 +90,9 @@ pub struct Consequence {
     /// How the two are linked when they come from different inputs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
+    /// Values from the log in its title (see [`Finding::quoted`]).
+    #[serde(skip)]
+    pub quoted: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -147,96 +143,14 @@ pub struct Finding {
     /// Rests only on a reporter's words, no log line.
     #[serde(skip)]
     pub(super) hearsay: bool,
+    /// Values from the log filled into its prose (title, explanation, the
+    /// why of its commands): Markdown sets them as code.
+    #[serde(skip)]
+    pub quoted: Vec<String>,
 }
 
 impl Finding {
     pub(super) fn dsts(&self) -> &[String] {
         self.subjects.get("dst").map_or(&[], Vec::as_slice)
-    }
-}
-
-/// Values for `{placeholders}`.
-pub(super) struct Vars<'a> {
-    pub subjects: &'a BTreeMap<Subject, Values>,
-    pub workload: Option<String>,
-}
-
-impl Vars<'_> {
-    fn first(&self, s: Subject) -> Option<String> {
-        self.subjects.get(&s).and_then(Values::first)
-    }
-
-    fn get(&self, name: &str) -> Option<String> {
-        let ns_of = |v: &str| -> Option<String> {
-            let host = v.split(':').next()?;
-            if let Some(i) = host.find(".svc.") {
-                return host[..i].rsplit('.').next().map(str::to_string);
-            }
-            if let Some(i) = host.find(".serviceaccount.") {
-                return host[..i].rsplit('.').next().map(str::to_string);
-            }
-            None
-        };
-        match name {
-            "ns" => self
-                .first(Subject::Dst)
-                .and_then(|d| ns_of(&d))
-                .or_else(|| self.first(Subject::Identity).and_then(|i| ns_of(&i))),
-            "peer_ip" => self.first(Subject::Peer).map(|p| host_of(&p).to_string()),
-            "svc" => self
-                .first(Subject::Dst)
-                .filter(|d| d.contains(".svc."))
-                .and_then(|d| d.split(['.', ':']).next().map(str::to_string)),
-            // A destination's port is the port a port-keyed finding means.
-            "port" => self.first(Subject::Port).or_else(|| {
-                self.first(Subject::Dst)
-                    .and_then(|d| d.rsplit_once(':').map(|(_, p)| p.to_string()))
-                    .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))
-            }),
-            "workload" => self.workload.clone(),
-            "workload_ns" => match self.workload.as_deref() {
-                Some("deploy/linkerd-gateway") => Some("linkerd-multicluster".into()),
-                _ => None,
-            },
-            other => Subject::parse(other).and_then(|s| self.first(s)),
-        }
-    }
-
-    /// Fills `{name}` and `{name|default}`; unknown values stay as `<name>`
-    /// (commands) or take their default.
-    pub fn render(&self, template: &str) -> String {
-        let mut out = String::with_capacity(template.len());
-        let mut rest = template;
-        while let Some(o) = rest.find('{') {
-            out.push_str(&rest[..o]);
-            let Some(c) = rest[o..].find('}') else {
-                out.push_str(&rest[o..]);
-                return out;
-            };
-            let inner = &rest[o + 1..o + c];
-            let (name, default) = inner.split_once('|').unwrap_or((inner, ""));
-            if !super::PLACEHOLDERS.contains(&name) {
-                // Shell or jsonpath braces, not ours.
-                out.push_str(&rest[o..=o + c]);
-                rest = &rest[o + c + 1..];
-                continue;
-            }
-            match self.get(name) {
-                Some(v) => out.push_str(&v),
-                None if !default.is_empty() => out.push_str(default),
-                None => {
-                    out.push('<');
-                    out.push_str(if name == "ns" || name == "workload_ns" {
-                        "namespace"
-                    } else {
-                        name
-                    });
-                    out.push('>');
-                }
-            }
-            rest = &rest[o + c + 1..];
-        }
-        out.push_str(rest);
-        out
     }
 }

@@ -275,11 +275,26 @@ fn parse_over(
             .into_iter()
             .flatten()
             .chain(r.next.iter().flat_map(|n| [&n.cmd, &n.why]));
+        let placeholders = || {
+            let names: Vec<String> = super::values::HOLES
+                .iter()
+                .map(|h| format!("{{{}}}", h.name))
+                .collect();
+            format!(
+                "placeholders: {}, with an optional default: {{dst|the destination}}",
+                names.join(" ")
+            )
+        };
         for t in templates {
             if let Some(problem) = template_problem(t) {
+                err(format!("rule '{}': {problem}", r.name), &placeholders());
+            }
+        }
+        for n in &r.next {
+            if let Err(problem) = command_problem(&n.cmd) {
                 err(
-                    format!("rule '{}': {problem}", r.name),
-                    "placeholders: {dst} {svc} {ns} {peer} {peer_ip} {client} {port} {identity} {server} {pod} {target} {workload} {workload_ns}, with an optional default: {dst|the destination}",
+                    format!("rule '{}': next command `{}`: {problem}", r.name, n.cmd),
+                    "a next command is one program or a `|` pipeline of words; quote literal text, and use a {placeholder} (never `<name>`) for what the log may name",
                 );
             }
         }
@@ -340,21 +355,20 @@ pub fn built_in() -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
     }
 }
 
-pub const PLACEHOLDERS: &[&str] = &[
-    "dst",
-    "svc",
-    "ns",
-    "peer",
-    "peer_ip",
-    "client",
-    "port",
-    "identity",
-    "server",
-    "pod",
-    "target",
-    "workload",
-    "workload_ns",
-];
+/// Why a next-command template is not one: shell syntax beyond words,
+/// quotes and `|`, or a placeholder where the program name stands.
+fn command_problem(t: &str) -> Result<(), String> {
+    let tpl = crate::shell::parse_template(t, &super::values::is_placeholder)?;
+    for stage in &tpl.stages {
+        let program = &stage[0];
+        let literal =
+            matches!(program.as_slice(), [crate::shell::Piece::Lit(p)] if !p.contains('='));
+        if !literal {
+            return Err("a command's program must be literal text".into());
+        }
+    }
+    Ok(())
+}
 
 /// What is wrong with a template's placeholders, if anything.
 fn template_problem(t: &str) -> Option<String> {
@@ -367,7 +381,8 @@ fn template_problem(t: &str) -> Option<String> {
         }
         let name = inner.split('|').next().unwrap_or(inner);
         // Literal braces of shell syntax (`{.spec…}`, `{range …}`) are not placeholders.
-        if name.chars().all(|c| c.is_ascii_lowercase() || c == '_') && !PLACEHOLDERS.contains(&name)
+        if name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            && !super::values::is_placeholder(name)
         {
             return Some(format!("unknown placeholder {{{name}}}"));
         }

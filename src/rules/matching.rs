@@ -4,6 +4,7 @@
 //! grammar read, against its text alone (the fallback: conditions that need
 //! an event are not asked).
 
+use super::command::Given;
 use super::ports;
 use super::{KnowledgeBase, Rule, Subject};
 use crate::parse::typed::EraCue;
@@ -49,6 +50,8 @@ pub struct Engine {
     pub(super) tag_bits: HashMap<String, u32>,
     era_prefilter: AhoCorasick,
     era_cues: Vec<EraCue>,
+    /// What the command line fills in next commands when the log cannot.
+    pub given: Given,
 }
 
 fn is_word(b: u8) -> bool {
@@ -155,6 +158,7 @@ impl Engine {
             tag_bits,
             era_prefilter,
             era_cues,
+            given: Given::default(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! ([`matching`]); matches correlate into groups ([`correlation`]) that the
 //! [`verdict`] folds and ranks into findings.
 
+pub mod command;
 pub mod conns;
 mod correlation;
 pub mod engine;
@@ -12,7 +13,8 @@ mod matching;
 pub mod ports;
 pub mod schema;
 pub mod unmatched;
+pub mod values;
 mod verdict;
 
-pub use load::{built_in, load, parse_rules, RuleError, BUILT_IN, PLACEHOLDERS};
+pub use load::{built_in, load, parse_rules, RuleError, BUILT_IN};
 pub use schema::*;

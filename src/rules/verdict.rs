@@ -4,8 +4,10 @@
 //! findings are ranked, and symptoms fold under the causes that explain
 //! them: on the same destination or connection, within one proxy.
 
+use super::command::Given;
+use super::command::Vars;
 use super::correlation::{Acc, State, Stats};
-use super::finding::{Command, Consequence, Finding, Vars};
+use super::finding::{Command, Consequence, Finding};
 use super::ports::is_control_plane_addr;
 use super::{Role, Rule, Severity, Subject};
 use crate::parse::Era;
@@ -68,7 +70,7 @@ impl State<'_> {
             .map(|(ris, acc)| {
                 let mut rs: Vec<&Rule> = ris.iter().map(|&i| &rules[i]).collect();
                 rs.sort_by(|a, b| a.role.cmp(&b.role).then(b.weight.cmp(&a.weight)));
-                new_finding(&rs, acc, era, &self.stats)
+                new_finding(&rs, acc, era, &self.stats, &self.engine.given)
             })
             .collect();
         rank(&mut findings);
@@ -165,27 +167,38 @@ fn join_undecided(entries: &mut Vec<(Vec<usize>, Acc)>, rules: &[Rule]) {
 
 /// A finding told by `rules[0]`; the other rules that reached the same
 /// verdict add their next commands, notes and explained ids.
-fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
+fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats, given: &Given) -> Finding {
     let r = rules[0];
     let vars = Vars {
         subjects: &acc.subjects,
         workload: acc.workload.first(),
+        given,
+    };
+    let mut quoted: Vec<String> = Vec::new();
+    let mut prose = |t: &str| {
+        let (s, used) = vars.prose(t);
+        for u in used {
+            if !quoted.contains(&u) {
+                quoted.push(u);
+            }
+        }
+        s
     };
     let mut next_commands: Vec<Command> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut explains: Vec<String> = Vec::new();
     for rule in rules {
         for n in rule.next.iter().filter(|n| n.applies_to(era)) {
-            let c = Command {
-                command: vars.render(&n.cmd),
-                why: vars.render(&n.why),
+            let Some(c) = vars.command(&n.cmd, &n.why) else {
+                continue;
             };
+            prose(&n.why);
             if !next_commands.iter().any(|x| x.command == c.command) {
                 next_commands.push(c);
             }
         }
         if let (false, Some(n)) = (stats.has_debug(), &rule.if_info_only) {
-            let n = vars.render(n);
+            let n = prose(n);
             if !notes.contains(&n) {
                 notes.push(n);
             }
@@ -240,14 +253,16 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
         ));
     }
     let first_at = (stats.source_index(&acc.first_at.0), acc.first_at.1);
+    let title = prose(&r.title);
+    let explanation = prose(r.explain.trim());
     Finding {
         id: r.id.clone().unwrap_or_default(),
         severity: sev.as_str(),
         benign,
         confidence,
-        title: vars.render(&r.title),
+        title,
         detail,
-        explanation: vars.render(r.explain.trim()),
+        explanation,
         count: acc.count,
         subjects,
         sources: acc.proxies.iter().cloned().collect(),
@@ -267,6 +282,7 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
         proxies: acc.proxies,
         conns: acc.conns,
         hearsay,
+        quoted,
     }
 }
 
@@ -369,6 +385,7 @@ fn fold(findings: Vec<Finding>) -> Vec<Finding> {
                 count: f.count,
                 evidence: f.evidence.into_iter().take(2).collect(),
                 link,
+                quoted: f.quoted,
             };
             if let Some(p) = out[j].as_mut() {
                 p.consequences.push(c);

@@ -4,7 +4,8 @@
 
 use super::Triage;
 use crate::report::explain::{finding_markdown, unmatched_markdown};
-use crate::report::markdown as md;
+use crate::report::text::{self, code, escaped, fenced};
+use crate::rules::command::{setup_line, Command};
 use std::fmt::Write as _;
 
 fn tried_certificates(t: &Triage) -> bool {
@@ -46,11 +47,11 @@ pub fn markdown(t: &Triage) -> String {
             let _ = writeln!(
                 o,
                 "**{}** ({}). {}.",
-                md::text(&f.title),
-                md::code(&f.id),
-                first_sentence(&f.explanation)
+                text::prose(&f.title, &f.quoted),
+                code(&f.id),
+                text::prose(first_sentence(&f.explanation), &f.quoted)
             );
-            let mut ids: Vec<String> = f.consequences.iter().map(|c| md::code(&c.id)).collect();
+            let mut ids: Vec<String> = f.consequences.iter().map(|c| code(&c.id)).collect();
             ids.dedup();
             if !ids.is_empty() {
                 let _ = writeln!(
@@ -79,7 +80,7 @@ pub fn markdown(t: &Triage) -> String {
     if !benign.is_empty() {
         let b: Vec<String> = benign
             .iter()
-            .map(|f| format!("{} ({})", md::text(&f.title), md::code(&f.id)))
+            .map(|f| format!("{} ({})", text::prose(&f.title, &f.quoted), code(&f.id)))
             .collect();
         let _ = writeln!(o, "\nHarmless noise: {}.", b.join("; "));
     }
@@ -104,7 +105,7 @@ pub fn markdown(t: &Triage) -> String {
     if !t.context.tried.is_empty() {
         let _ = writeln!(o, "\nAlready tried, per the report:\n");
         for s in &t.context.tried {
-            let _ = writeln!(o, "- {}", md::text(s));
+            let _ = writeln!(o, "- {}", escaped(s));
         }
     }
     let _ = writeln!(o, "\n## Findings\n");
@@ -115,21 +116,27 @@ pub fn markdown(t: &Triage) -> String {
     if !t.missing.is_empty() {
         let _ = writeln!(o, "## What is missing\n");
         for m in &t.missing {
-            let _ = writeln!(o, "- **{}**: {}. How: {}", m.id, m.why, md::code(&m.how));
+            let _ = writeln!(o, "- **{}**: {}. How: {}", m.id, m.why, code(&m.how));
         }
         let _ = writeln!(o);
     }
-    let mut cmds: Vec<&str> = Vec::new();
+    let mut cmds: Vec<Command> = Vec::new();
     for f in &harmful {
         for c in &f.next_commands {
-            if !cmds.contains(&c.command.as_str()) {
-                cmds.push(&c.command);
+            if !cmds.iter().any(|x| x.command == c.command) {
+                cmds.push(c.clone());
             }
         }
     }
     if !cmds.is_empty() {
+        let setup = setup_line(&cmds);
+        let lines: Vec<&str> = setup
+            .iter()
+            .chain(cmds.iter().map(|c| &c.command))
+            .map(String::as_str)
+            .collect();
         let _ = writeln!(o, "## Next commands, in order\n");
-        o.push_str(&md::block(cmds, "sh"));
+        o.push_str(&fenced("sh", &lines));
         o.push('\n');
     }
     if !t.questions.is_empty() {
@@ -148,7 +155,7 @@ pub fn markdown(t: &Triage) -> String {
         c.prose_lines,
         c.yaml_lines,
         c.check_lines,
-        c.version.as_ref().map(|v| format!("; Linkerd {}", md::text(v))).unwrap_or_default(),
+        c.version.as_ref().map(|v| format!("; Linkerd {}", code(v))).unwrap_or_default(),
         r.era_text().map(|e| format!("; log format {e}")).unwrap_or_default(),
     );
     o
