@@ -7,15 +7,21 @@
 use super::conns::{ConnCtx, Missing, Recent};
 use super::finding::{Evidence, Seen, Values};
 use super::matching::{Caps, Engine, Line};
+use super::metrics::Found;
+use super::snapshot::Snapshots;
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, Subject, TagKey};
 use crate::parse::typed::{host_of, EraVote};
-use crate::parse::{Event, Foreign, Level, Producer, Record};
+use crate::parse::{Event, Foreign, Level, Metric, Producer, Record};
 use crate::pipeline::Accumulator;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Evidence lines kept per finding.
 pub const MAX_EVIDENCE: usize = 5;
+/// Metric lines kept per finding, beside its log lines.
+const MAX_METRIC_EVIDENCE: usize = 4;
+/// Notes a finding's matches may add.
+const MAX_NOTES: usize = 4;
 /// Distinct client IPs counted exactly per finding.
 const MAX_CLIENTS: usize = 4096;
 /// Inputs (or pods of a prefixed stream) named per finding.
@@ -49,6 +55,14 @@ pub struct Acc {
     pub attributed: bool,
     /// Some line is a program's output, not a reporter's words.
     pub logged: bool,
+    /// Lines of metrics snapshots that show it, beside the log lines.
+    pub metric_evidence: Vec<Evidence>,
+    /// What the matches add to the finding's notes (what grew between two
+    /// snapshots).
+    pub notes: Vec<String>,
+    /// It rests on counters that did not grow between two snapshots: it
+    /// happened, but not now.
+    pub old: bool,
 }
 
 impl Acc {
@@ -61,6 +75,20 @@ impl Acc {
             return;
         }
         let before = |a: &(String, u64), b: &(String, u64)| a.0 == b.0 && a.1 < b.1;
+        self.old = if self.count == 0 {
+            o.old
+        } else {
+            self.old && o.old
+        };
+        if !o.metric_evidence.is_empty() {
+            self.metric_evidence.extend(o.metric_evidence);
+            in_input_order(&mut self.metric_evidence, MAX_METRIC_EVIDENCE);
+        }
+        for n in o.notes {
+            if self.notes.len() < MAX_NOTES && !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
         if self.count == 0 || before(&o.first_at, &self.first_at) {
             self.first = o.first;
             self.first_at = o.first_at;
@@ -87,7 +115,7 @@ impl Acc {
             self.evidence.extend(o.evidence.into_iter().take(room));
         } else {
             self.evidence.extend(o.evidence);
-            in_input_order(&mut self.evidence);
+            in_input_order(&mut self.evidence, MAX_EVIDENCE);
         }
         for (k, v) in o.subjects {
             self.subjects.entry(k).or_default().merge(v);
@@ -146,6 +174,9 @@ pub struct Stats {
     /// The inputs in the order they were read.
     pub sources: Vec<String>,
     pub era: EraVote,
+    /// Lines of metrics exposition text, and the samples among them.
+    pub metric_lines: u64,
+    pub samples: u64,
 }
 
 impl Stats {
@@ -159,6 +190,8 @@ impl Stats {
         self.proxy_events += o.proxy_events;
         self.linkerd_lines += o.linkerd_lines;
         self.known += o.known;
+        self.metric_lines += o.metric_lines;
+        self.samples += o.samples;
         for (k, n) in &o.foreign {
             *self.foreign.entry(*k).or_insert(0) += n;
         }
@@ -207,6 +240,8 @@ pub struct State<'e> {
     defer: bool,
     candidates: Vec<usize>,
     era_sampler: EraSampler,
+    /// Metrics snapshots, reduced to what the metric rules read.
+    pub(super) metrics: Snapshots<Found>,
 }
 
 /// Collects a log's era cues: the format cues of every line, and the
@@ -272,6 +307,7 @@ impl Engine {
             defer: true,
             candidates: Vec::new(),
             era_sampler: EraSampler::default(),
+            metrics: Snapshots::default(),
         }
     }
 }
@@ -302,6 +338,7 @@ impl<'e> State<'e> {
         self.conns.absorb(later.conns, ConnCtx::absorb);
         self.stats.merge(&later.stats);
         self.unmatched.merge(later.unmatched);
+        self.metrics.merge(later.metrics);
     }
 
     /// Decides a waiting line with what this state, all of the input
@@ -371,7 +408,7 @@ impl<'e> State<'e> {
         true
     }
 
-    fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
+    pub(super) fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
         let n = self.groups.keys().filter(|k| k.0 == rule).count();
         let key = if n >= MAX_GROUPS && !self.groups.contains_key(&(rule, group.clone())) {
             (rule, String::new())
@@ -446,6 +483,29 @@ impl<'e> State<'e> {
             ev.line,
             loud.then_some(unmatched),
         );
+    }
+
+    /// A line of exposition text: into its snapshot, for the metric rules.
+    fn observe_metric(&mut self, source: &str, ev: &Event<'_>) {
+        self.stats.events += 1;
+        self.stats.lines += u64::from(ev.lines);
+        self.stats.linkerd_lines += 1;
+        self.stats.metric_lines += 1;
+        match ev.metric {
+            Some(Metric::Sample { name, value, .. }) => {
+                self.stats.samples += 1;
+                let cue = crate::parse::metrics::era_cue(name, ev);
+                if !cue.is_empty() {
+                    self.stats.era.add(cue);
+                }
+                let engine = self.engine;
+                let found = self.metrics.sample(source, ev.line, name, value, &ev.text);
+                engine.metrics.add(&engine.rules, found, ev, name, value);
+            }
+            Some(Metric::Pod { name, .. }) => self.metrics.header(source, ev.line, name),
+            Some(Metric::Eof) => self.metrics.end(),
+            _ => {}
+        }
     }
 
     fn remember_conn(&mut self, c: &str, ev: &Event<'_>) {
@@ -572,6 +632,7 @@ impl Accumulator for State<'_> {
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         self.stats.see_source(source);
         match rec {
+            Record::Event(ev) if ev.metric.is_some() => self.observe_metric(source, ev),
             Record::Event(ev) => self.observe(source, ev),
             Record::Unparsed {
                 line,
@@ -641,8 +702,8 @@ fn haystack(ev: &Event<'_>) -> String {
 }
 
 /// Orders lines by line within a source, sources as they first appear,
-/// without repeats, keeping the first `MAX_EVIDENCE`.
-pub(super) fn in_input_order(evidence: &mut Vec<Evidence>) {
+/// without repeats, keeping the first `max`.
+pub(super) fn in_input_order(evidence: &mut Vec<Evidence>, max: usize) {
     let mut sources: Vec<String> = Vec::new();
     let mut keyed: Vec<((usize, u64), Evidence)> = Vec::with_capacity(evidence.len());
     for e in evidence.drain(..) {
@@ -657,7 +718,7 @@ pub(super) fn in_input_order(evidence: &mut Vec<Evidence>) {
     }
     keyed.sort_by_key(|(k, _)| *k);
     keyed.dedup_by_key(|(k, _)| *k);
-    evidence.extend(keyed.into_iter().take(MAX_EVIDENCE).map(|(_, e)| e));
+    evidence.extend(keyed.into_iter().take(max).map(|(_, e)| e));
 }
 
 /// Subjects are names: masked (`:42340`) or placeholder (`<dst>`) values

@@ -15,6 +15,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("lifecycle.toml", include_str!("kb/lifecycle.toml")),
     ("runtime.toml", include_str!("kb/runtime.toml")),
     ("libraries.toml", include_str!("kb/libraries.toml")),
+    ("metrics.toml", include_str!("kb/metrics.toml")),
     ("eras.toml", include_str!("kb/eras.toml")),
 ];
 
@@ -39,6 +40,7 @@ const INHERITED: &[&str] = &[
     "min_clients",
     "max_clients",
     "if_info_only",
+    "yields_to",
     "next",
 ];
 
@@ -256,7 +258,22 @@ fn parse_over(
                 );
             }
         }
-        if r.text.is_empty() && r.regex.is_none() && r.fields.is_empty() && r.all_text.is_empty() {
+        for y in &r.yields_to {
+            if !IDS.contains(&y.as_str()) {
+                err(
+                    format!("rule '{}': yields to unknown id '{y}'", r.name),
+                    "use ids from `lpa rules list`",
+                );
+            }
+        }
+        if let Some(m) = &r.metrics {
+            for problem in super::metrics::problems(r, m) {
+                err(
+                    format!("rule '{}': {problem}", r.name),
+                    "a metric rule names its series (`[[rule.metrics.series]]` with `as`, `names`, `labels`) and compares their aggregates in `when`; `lpa rules show metrics-endpoints-never-connect` is an example",
+                );
+            }
+        } else if r.text.is_empty() && r.regex.is_none() && r.fields.is_empty() && r.all_text.is_empty() {
             err(
                 format!("rule '{}' matches every line", r.name),
                 "give it `text = [\"…\"]`, `regex` or `fields`",

@@ -4,6 +4,7 @@
 //! grammar read, against its text alone (the fallback: conditions that need
 //! an event are not asked).
 
+use super::metrics::Program;
 use super::ports;
 use super::{KnowledgeBase, Rule, Subject};
 use crate::parse::typed::EraCue;
@@ -49,6 +50,8 @@ pub struct Engine {
     pub(super) tag_bits: HashMap<String, u32>,
     era_prefilter: AhoCorasick,
     era_cues: Vec<EraCue>,
+    /// The metric rules, which read snapshots instead of lines.
+    pub(super) metrics: Program,
 }
 
 fn is_word(b: u8) -> bool {
@@ -74,6 +77,7 @@ pub fn producer_family(p: Producer) -> &'static str {
         Producer::Kube => "kube",
         Producer::Check => "check",
         Producer::Prose => "prose",
+        Producer::Metrics => "metrics",
     }
 }
 
@@ -108,7 +112,7 @@ impl Engine {
         let mut always = Vec::new();
         let mut tag_bits = HashMap::new();
         for (i, r) in rules.iter().enumerate() {
-            if r.text.is_empty() {
+            if r.text.is_empty() && r.metrics.is_none() {
                 always.push(i);
             }
             for t in &r.text {
@@ -142,6 +146,7 @@ impl Engine {
         };
         let lower = |v: &Vec<String>| v.iter().map(|s| s.to_ascii_lowercase()).collect();
         Engine {
+            metrics: Program::new(&rules),
             regexes: rules.iter().map(|r| compile(&r.regex)).collect(),
             not_regexes: rules.iter().map(|r| compile(&r.not_regex)).collect(),
             captures: rules.iter().map(|r| compile(&r.capture)).collect(),

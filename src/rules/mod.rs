@@ -6,11 +6,14 @@
 pub mod conns;
 mod correlation;
 pub mod engine;
+mod expr;
 mod finding;
 pub mod load;
 mod matching;
+pub mod metrics;
 pub mod ports;
 pub mod schema;
+pub mod snapshot;
 pub mod unmatched;
 mod verdict;
 
