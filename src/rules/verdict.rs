@@ -108,7 +108,8 @@ impl State<'_> {
 }
 
 /// A match that names no subject of its rule's grouping joins the only
-/// group of its id that has one; with several, it stays apart.
+/// group of its id that has one, or of several the only one its proxy
+/// shows; otherwise it stays apart.
 fn join_ungrouped(merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)>) -> Vec<(Vec<usize>, Acc)> {
     let mut ungrouped = Vec::new();
     let mut out: Vec<((&str, bool), String, Vec<usize>, Acc)> = Vec::new();
@@ -120,13 +121,23 @@ fn join_ungrouped(merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)>) -> Vec<(Vec<
         }
     }
     for (k, ris, acc) in ungrouped {
-        let mut same = out.iter().filter(|o| o.0 == k && !o.1.is_empty());
-        match (same.next(), same.next()) {
-            (Some(_), None) => {
-                let o = out
-                    .iter_mut()
-                    .find(|o| o.0 == k && !o.1.is_empty())
-                    .expect("found above");
+        let same: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].0 == k && !out[i].1.is_empty())
+            .collect();
+        // Among several, the one seen by the same proxy (a snapshot's
+        // unlabelled counter and that snapshot's balancer for a service).
+        let of_proxy: Vec<usize> = same
+            .iter()
+            .copied()
+            .filter(|&i| acc.proxies.intersection(&out[i].3.proxies).next().is_some())
+            .collect();
+        let only = match (same.as_slice(), of_proxy.as_slice()) {
+            ([i], _) | (_, [i]) => Some(*i),
+            _ => None,
+        };
+        match only {
+            Some(i) => {
+                let o = &mut out[i];
                 for r in ris {
                     if !o.2.contains(&r) {
                         o.2.push(r);
