@@ -57,6 +57,9 @@ pub struct Acc {
     pub logged: bool,
     /// Lines of metrics snapshots that show it, beside the log lines.
     pub metric_evidence: Vec<Evidence>,
+    /// The weight of the rule whose metric lines these are: a cause's
+    /// decisive series are kept before a symptom's counters.
+    pub metric_weight: i32,
     /// What the matches add to the finding's notes (what grew between two
     /// snapshots).
     pub notes: Vec<String>,
@@ -81,8 +84,17 @@ impl Acc {
             self.old && o.old
         };
         if !o.metric_evidence.is_empty() {
-            self.metric_evidence.extend(o.metric_evidence);
-            in_input_order(&mut self.metric_evidence, MAX_METRIC_EVIDENCE);
+            let mine = std::mem::take(&mut self.metric_evidence);
+            let (mut first, then) = if o.metric_weight > self.metric_weight {
+                (o.metric_evidence, mine)
+            } else {
+                (mine, o.metric_evidence)
+            };
+            first.extend(then);
+            first.truncate(MAX_METRIC_EVIDENCE);
+            in_input_order(&mut first, MAX_METRIC_EVIDENCE);
+            self.metric_evidence = first;
+            self.metric_weight = self.metric_weight.max(o.metric_weight);
         }
         for n in o.notes {
             if self.notes.len() < MAX_NOTES && !self.notes.contains(&n) {

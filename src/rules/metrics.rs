@@ -139,7 +139,7 @@ impl Program {
 
     /// The matches of every metric rule: per pod, per group of the latest
     /// snapshot whose series meet all its conditions.
-    pub fn evaluate(&self, pods: &[Pod<Found>]) -> Vec<(usize, String, Acc)> {
+    pub fn evaluate(&self, rules: &[Rule], pods: &[Pod<Found>]) -> Vec<(usize, String, Acc)> {
         let mut out = Vec::new();
         for pod in pods {
             let (now, before) = pod.now_and_before();
@@ -155,6 +155,7 @@ impl Program {
                         continue;
                     }
                     let mut acc = env.acc(c.conds.iter().any(Cond::uses_now));
+                    acc.metric_weight = rules[c.rule].weight;
                     if let (Some(g), Some(b)) = (c.grows, before) {
                         grew(&mut acc, &env, b, g, &c.series[g].alias);
                     }

@@ -30,7 +30,7 @@ impl State<'_> {
         self.settle();
         let engine = self.engine;
         let pods = std::mem::take(&mut self.metrics).finish();
-        for (ri, group, acc) in engine.metrics.evaluate(&pods) {
+        for (ri, group, acc) in engine.metrics.evaluate(&engine.rules, &pods) {
             self.add_acc(ri, group, acc);
         }
         if let Some(e) = era_override {
