@@ -157,7 +157,7 @@ impl Program {
                     let mut acc = env.acc(c.conds.iter().any(Cond::uses_now));
                     acc.metric_weight = rules[c.rule].weight;
                     if let (Some(g), Some(b)) = (c.grows, before) {
-                        grew(&mut acc, &env, b, g, &c.series[g].alias);
+                        grew(&mut acc, &env, b, g);
                     }
                     out.push((c.rule, group, acc));
                 }
@@ -169,7 +169,7 @@ impl Program {
 
 /// Says whether the `grows` series grew since the earlier snapshot: a
 /// counter that did not is an old failure, not the current one.
-fn grew(acc: &mut Acc, now: &Group<'_>, before: &Snapshot<Found>, g: usize, alias: &str) {
+fn grew(acc: &mut Acc, now: &Group<'_>, before: &Snapshot<Found>, g: usize) {
     let old = Group {
         snap: before,
         k: now.k,
@@ -177,6 +177,11 @@ fn grew(acc: &mut Acc, now: &Group<'_>, before: &Snapshot<Found>, g: usize, alia
         n: now.n,
     };
     let (a, b) = (old.get(g, Agg::Sum), now.get(g, Agg::Sum));
+    // The counter as the snapshot names it.
+    let name = now
+        .series(g)
+        .and_then(|s| s.lines.first())
+        .map_or("", |l| l.text.split(['{', ' ']).next().unwrap_or(""));
     let lines = format!(
         "lines {} and {} of {}",
         before.line, now.snap.line, now.snap.source
@@ -190,13 +195,13 @@ fn grew(acc: &mut Acc, now: &Group<'_>, before: &Snapshot<Found>, g: usize, alia
             format!(" in {s:.0} s ({:.2}/s)", (b - a) / s)
         });
         acc.notes.push(format!(
-            "`{alias}` grew by {}{rate} between the snapshots ({lines}): it is happening now.",
+            "`{name}` grew by {}{rate} between the snapshots ({lines}): it is happening now.",
             b - a
         ));
     } else {
         acc.old = true;
         acc.notes.push(format!(
-            "`{alias}` did not grow between the snapshots ({lines}): it happened before the first one, not now."
+            "`{name}` did not grow between the snapshots ({lines}): it happened before the first one, not now."
         ));
     }
 }
@@ -402,10 +407,11 @@ fn selects(r: &Rule, s: &Series, ev: &Event<'_>, name: &str) -> bool {
             || port(ev).is_some_and(|p| ports::roles(p).iter().any(|x| r.port_roles.contains(x))))
 }
 
-/// The port a series is about: the inbound target's.
+/// The port a series is about: the inbound target's, or its Server's.
 fn port(ev: &Event<'_>) -> Option<u16> {
-    ev.field("target_port")
-        .and_then(|p| p.parse().ok())
+    ["target_port", "srv_port"]
+        .iter()
+        .find_map(|k| ev.field(k)?.parse().ok())
         .or_else(|| ev.field("target_addr").and_then(port_of))
 }
 
@@ -430,14 +436,12 @@ fn subjects_of(ev: &Event<'_>) -> Vec<(Subject, String)> {
     if let Some(d) = dst {
         out.push((Subject::Dst, d));
     }
+    let opened = ev.field("peer") == Some("dst") && ev.field("direction") == Some("outbound");
     if let Some(t) = l("target_addr") {
-        let opened = ev.field("peer") == Some("dst") && ev.field("direction") == Some("outbound");
         out.push((if opened { Subject::Peer } else { Subject::Target }, t.to_string()));
-        if !opened {
-            if let Some(p) = port_of(t) {
-                out.push((Subject::Port, p.to_string()));
-            }
-        }
+    }
+    if let Some(p) = port(ev).filter(|_| !opened) {
+        out.push((Subject::Port, p.to_string()));
     }
     for k in ["client_id", "server_id"] {
         if let Some(id) = l(k) {

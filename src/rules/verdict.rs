@@ -217,7 +217,10 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats) -> Finding {
                 next_commands.push(c);
             }
         }
-        if let (false, Some(n)) = (stats.has_debug(), &rule.if_info_only) {
+        // What would decide, when the lines it rests on are INFO lines or
+        // metrics (a log rule's words are not about a snapshot alone).
+        let info_only = !stats.has_debug() && (rule.metrics.is_some() || !acc.evidence.is_empty());
+        if let (true, Some(n)) = (info_only, &rule.if_info_only) {
             let n = vars.render(n);
             if !notes.contains(&n) {
                 notes.push(n);
