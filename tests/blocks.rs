@@ -58,6 +58,37 @@ fn a_connection_keeps_its_destination_across_blocks() {
     }
 }
 
+/// Metrics snapshots (with and beside logs) are assembled the same way
+/// whatever the cut: a block's samples before any `# POD` header continue
+/// the snapshot the block before left open.
+#[test]
+fn metrics_reports_do_not_depend_on_block_boundaries() {
+    let engine = &engine();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/metrics");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "prom"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 10);
+    for f in &files {
+        // The snapshot after its log, as one stream.
+        let log = f.with_extension("log");
+        let mut data = std::fs::read(&log).unwrap_or_default();
+        data.extend(std::fs::read(f).unwrap());
+        let whole = report_of("m", &data, 1 << 30, engine);
+        for size in [300, 2000] {
+            assert_eq!(
+                report_of("m", &data, size, engine),
+                whole,
+                "{} in blocks of {size}",
+                f.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn reports_do_not_depend_on_block_boundaries() {
     let engine = &engine();

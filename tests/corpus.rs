@@ -26,6 +26,10 @@ struct Expect {
     version: Option<String>,
     #[serde(default)]
     missing: Option<Vec<String>>,
+    /// The files read together, beside the expectation (default: the log
+    /// or ticket of the same name): logs and metrics snapshots.
+    #[serde(default)]
+    inputs: Vec<String>,
 }
 
 fn root() -> PathBuf {
@@ -122,14 +126,25 @@ fn check(path: &Path, cmd: &str, kind: &str) -> Vec<String> {
         .to_string();
     let e: Expect = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let ext = if kind == "tickets" { "txt" } else { "log" };
-    let input = path.with_file_name(format!("{name}.{ext}"));
+    let inputs = if e.inputs.is_empty() {
+        vec![format!("{name}.{ext}")]
+    } else {
+        e.inputs.clone()
+    };
     // Evidence cites the path as given: keep it relative for stable goldens.
-    let rel = input
-        .strip_prefix(root())
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
-    let doc = run(&["--threads", "1", cmd, "--format", "json", &rel]);
+    let rel: Vec<String> = inputs
+        .iter()
+        .map(|i| {
+            path.with_file_name(i)
+                .strip_prefix(root())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let mut args = vec!["--threads", "1", cmd, "--format", "json"];
+    args.extend(rel.iter().map(String::as_str));
+    let doc = run(&args);
     let f = doc["findings"].as_array().unwrap();
     let top_ids = ids(f);
     let mut all = top_ids.clone();
@@ -240,6 +255,12 @@ fn run_dir(kind: &str, cmd: &str) {
 #[test]
 fn scenarios_reach_their_expected_conclusions() {
     run_dir("scenarios", "explain");
+}
+
+/// Metrics snapshots alone, and beside INFO-level logs of the same proxy.
+#[test]
+fn metrics_reach_their_expected_conclusions() {
+    run_dir("metrics", "explain");
 }
 
 #[test]

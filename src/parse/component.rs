@@ -141,5 +141,9 @@ pub fn of(ev: &Event<'_>) -> Component {
         Producer::Kube => Component::Kubernetes,
         Producer::Check => Component::Cli,
         Producer::Prose => Component::Reporter,
+        Producer::Metrics => match ev.metric {
+            Some(super::Metric::Sample { name, .. }) => super::metrics::component_of(name),
+            _ => Component::Proxy,
+        },
     }
 }

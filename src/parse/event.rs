@@ -103,6 +103,10 @@ pub enum Producer {
     /// A sentence of a ticket's prose (made by triage, never read from a
     /// log): what the reporter says they saw.
     Prose,
+    /// A line of Prometheus exposition text: the proxy's (or the service
+    /// mirror's) metrics, as `/metrics` or `linkerd diagnostics
+    /// proxy-metrics` prints them.
+    Metrics,
 }
 
 impl Producer {
@@ -124,6 +128,7 @@ impl Producer {
             Producer::Kube => "kube",
             Producer::Check => "check",
             Producer::Prose => "prose",
+            Producer::Metrics => "metrics",
         }
     }
 
@@ -419,6 +424,42 @@ pub struct Event<'a> {
     pub cut: bool,
     /// Continuation lines of a multi-line event, joined with `\n`.
     pub continuation: Option<String>,
+    /// A line of exposition text: what it declares or samples (a sample's
+    /// labels are its fields).
+    pub metric: Option<Metric<'a>>,
+}
+
+/// What a line of Prometheus exposition text holds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric<'a> {
+    Sample {
+        name: &'a str,
+        value: f64,
+        /// Milliseconds since the epoch (seconds in OpenMetrics), when given.
+        timestamp: Option<f64>,
+    },
+    /// `# HELP name text` (the text is the event's message).
+    Help {
+        name: &'a str,
+    },
+    Type {
+        name: &'a str,
+        kind: &'a str,
+    },
+    Unit {
+        name: &'a str,
+    },
+    /// `# EOF`: the end of an OpenMetrics scrape.
+    Eof,
+    /// `# POD name (i of n)`: `linkerd diagnostics proxy-metrics` starts a
+    /// pod's scrape.
+    Pod {
+        name: &'a str,
+        index: u32,
+        of: u32,
+    },
+    /// A bare `#` of the same framing.
+    Frame,
 }
 
 impl<'a> Event<'a> {
@@ -442,6 +483,7 @@ impl<'a> Event<'a> {
             truncated_head: false,
             cut: false,
             continuation: None,
+            metric: None,
         }
     }
 
@@ -467,6 +509,7 @@ impl<'a> Event<'a> {
         self.truncated_head = false;
         self.cut = false;
         self.continuation = None;
+        self.metric = None;
     }
 
     pub fn field(&self, key: &str) -> Option<&str> {

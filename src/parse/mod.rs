@@ -9,12 +9,13 @@ pub mod fields;
 pub mod foreign;
 pub mod json;
 pub mod kube;
+pub mod metrics;
 pub mod other;
 pub mod plain;
 pub mod recover;
 pub mod typed;
 
-pub use event::{Component, Era, Event, Foreign, Level, Producer, Record, Span, Wrapper};
+pub use event::{Component, Era, Event, Foreign, Level, Metric, Producer, Record, Span, Wrapper};
 
 use crate::input::wrap::{unwrap, Unwrapped};
 use std::borrow::Cow;
@@ -74,6 +75,7 @@ fn dispatch<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let specific = match first {
         b'[' => plain::proxy_plain(s, ev).or_else(|| other::access_apache(s, ev)),
         b'{' => return json::parse(s, ev),
+        b'#' => return metrics::parse(s, ev),
         b't' => other::logrus(s, ev).or_else(|| other::panic(s, ev)),
         b'l' | b'm' => other::logrus(s, ev),
         b'p' | b'g' => other::panic(s, ev),
@@ -89,7 +91,7 @@ fn dispatch<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
         0xE2 | 0xC3 => check::parse(s, ev),
         _ => None,
     };
-    specific.or_else(|| {
+    specific.or_else(|| metrics::parse(s, ev)).or_else(|| {
         if s.contains("ThreadId(") || s.contains("::") {
             plain::lenient(s, ev)
         } else {

@@ -6,7 +6,7 @@
 //! lines add `text`.
 
 use crate::parse::typed::Tls;
-use crate::parse::{Event, Level, Record, Span};
+use crate::parse::{Event, Level, Metric, Record, Span};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use std::borrow::Cow;
@@ -87,6 +87,63 @@ struct EventOut<'r, 'e> {
     truncated_head: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     continuation: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metric: Option<MetricOut<'r>>,
+}
+
+/// A line of exposition text: `{"kind": "sample", "name", "value",
+/// "timestamp"}` (labels are the event's `fields`), `help`, `type`, `unit`,
+/// `eof`, `pod` (`name`, `index`, `of`) or `frame`.
+#[derive(Serialize)]
+struct MetricOut<'r> {
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    r#type: Option<&'r str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    of: Option<u32>,
+}
+
+fn metric_out<'r>(m: &Metric<'r>) -> MetricOut<'r> {
+    let mut o = MetricOut {
+        kind: "frame",
+        name: None,
+        value: None,
+        timestamp: None,
+        r#type: None,
+        index: None,
+        of: None,
+    };
+    match *m {
+        Metric::Sample {
+            name,
+            value,
+            timestamp,
+        } => {
+            o.kind = "sample";
+            o.name = Some(name);
+            o.value = Some(value);
+            o.timestamp = timestamp;
+        }
+        Metric::Help { name } => (o.kind, o.name) = ("help", Some(name)),
+        Metric::Type { name, kind } => {
+            (o.kind, o.name, o.r#type) = ("type", Some(name), Some(kind))
+        }
+        Metric::Unit { name } => (o.kind, o.name) = ("unit", Some(name)),
+        Metric::Eof => o.kind = "eof",
+        Metric::Pod { name, index, of } => {
+            (o.kind, o.name, o.index, o.of) = ("pod", Some(name), Some(index), Some(of))
+        }
+        Metric::Frame => {}
+    }
+    o
 }
 
 #[derive(Serialize)]
@@ -131,6 +188,7 @@ fn event_out<'r, 'e>(source: &'r str, e: &'r Event<'e>) -> EventOut<'r, 'e> {
         sz: e.sz(),
         truncated_head: e.truncated_head,
         continuation: e.continuation.as_deref(),
+        metric: e.metric.as_ref().map(metric_out),
     }
 }
 

@@ -7,15 +7,21 @@
 use super::conns::{ConnCtx, Missing, Recent};
 use super::finding::{Evidence, Seen, Values};
 use super::matching::{Caps, Engine, Line};
+use super::metrics::Found;
+use super::snapshot::Snapshots;
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, Subject, TagKey};
 use crate::parse::typed::{host_of, EraVote};
-use crate::parse::{Event, Foreign, Level, Producer, Record};
+use crate::parse::{Event, Foreign, Level, Metric, Producer, Record};
 use crate::pipeline::Accumulator;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Evidence lines kept per finding.
 pub const MAX_EVIDENCE: usize = 5;
+/// Metric lines kept per finding, beside its log lines.
+const MAX_METRIC_EVIDENCE: usize = 4;
+/// Notes a finding's matches may add.
+const MAX_NOTES: usize = 4;
 /// Distinct client IPs counted exactly per finding.
 const MAX_CLIENTS: usize = 4096;
 /// Inputs (or pods of a prefixed stream) named per finding.
@@ -57,6 +63,17 @@ pub struct Acc {
     /// endpoint connected to), so that findings on one connection can be
     /// linked.
     pub conns: BTreeSet<String>,
+    /// Lines of metrics snapshots that show it, beside the log lines.
+    pub metric_evidence: Vec<Evidence>,
+    /// The weight of the rule whose metric lines these are: a cause's
+    /// decisive series are kept before a symptom's counters.
+    pub metric_weight: i32,
+    /// What the matches add to the finding's notes (what grew between two
+    /// snapshots).
+    pub notes: Vec<String>,
+    /// It rests on counters that did not grow between two snapshots: it
+    /// happened, but not now.
+    pub old: bool,
 }
 
 impl Acc {
@@ -69,6 +86,29 @@ impl Acc {
             return;
         }
         let before = |a: &(String, u64), b: &(String, u64)| a.0 == b.0 && a.1 < b.1;
+        self.old = if self.count == 0 {
+            o.old
+        } else {
+            self.old && o.old
+        };
+        if !o.metric_evidence.is_empty() {
+            let mine = std::mem::take(&mut self.metric_evidence);
+            let (mut first, then) = if o.metric_weight > self.metric_weight {
+                (o.metric_evidence, mine)
+            } else {
+                (mine, o.metric_evidence)
+            };
+            first.extend(then);
+            first.truncate(MAX_METRIC_EVIDENCE);
+            in_input_order(&mut first, MAX_METRIC_EVIDENCE);
+            self.metric_evidence = first;
+            self.metric_weight = self.metric_weight.max(o.metric_weight);
+        }
+        for n in o.notes {
+            if self.notes.len() < MAX_NOTES && !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
         if self.count == 0 || before(&o.first_at, &self.first_at) {
             self.first = o.first;
             self.first_at = o.first_at;
@@ -96,7 +136,7 @@ impl Acc {
             self.evidence.extend(o.evidence.into_iter().take(room));
         } else {
             self.evidence.extend(o.evidence);
-            in_input_order(&mut self.evidence);
+            in_input_order(&mut self.evidence, MAX_EVIDENCE);
         }
         for (k, v) in o.subjects {
             self.subjects.entry(k).or_default().merge(v);
@@ -162,6 +202,9 @@ pub struct Stats {
     /// `linkerd check` results: passed, and warned or failed.
     pub checks: (u64, u64),
     pub era: EraVote,
+    /// Lines of metrics exposition text, and the samples among them.
+    pub metric_lines: u64,
+    pub samples: u64,
 }
 
 impl Stats {
@@ -177,6 +220,8 @@ impl Stats {
         self.known += o.known;
         self.checks.0 += o.checks.0;
         self.checks.1 += o.checks.1;
+        self.metric_lines += o.metric_lines;
+        self.samples += o.samples;
         for (k, n) in &o.foreign {
             *self.foreign.entry(*k).or_insert(0) += n;
         }
@@ -228,6 +273,8 @@ pub struct State<'e> {
     defer: bool,
     candidates: Vec<usize>,
     era_sampler: EraSampler,
+    /// Metrics snapshots, reduced to what the metric rules read.
+    pub(super) metrics: Snapshots<Found>,
 }
 
 /// Collects a log's era cues: the format cues of every line, and the
@@ -294,6 +341,7 @@ impl Engine {
             defer: true,
             candidates: Vec::new(),
             era_sampler: EraSampler::default(),
+            metrics: Snapshots::default(),
         }
     }
 }
@@ -329,6 +377,7 @@ impl<'e> State<'e> {
                 self.aliases.entry(a).or_insert(n);
             }
         }
+        self.metrics.merge(later.metrics);
     }
 
     /// Decides a waiting line with what this state, all of the input
@@ -398,7 +447,7 @@ impl<'e> State<'e> {
         true
     }
 
-    fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
+    pub(super) fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
         let n = self.groups.keys().filter(|k| k.0 == rule).count();
         let key = if n >= MAX_GROUPS && !self.groups.contains_key(&(rule, group.clone())) {
             (rule, String::new())
@@ -489,6 +538,29 @@ impl<'e> State<'e> {
             ev.line,
             loud.then_some(unmatched),
         );
+    }
+
+    /// A line of exposition text: into its snapshot, for the metric rules.
+    fn observe_metric(&mut self, source: &str, ev: &Event<'_>) {
+        self.stats.events += 1;
+        self.stats.lines += u64::from(ev.lines);
+        self.stats.linkerd_lines += 1;
+        self.stats.metric_lines += 1;
+        match ev.metric {
+            Some(Metric::Sample { name, value, .. }) => {
+                self.stats.samples += 1;
+                let cue = crate::parse::metrics::era_cue(name, ev);
+                if !cue.is_empty() {
+                    self.stats.era.add(cue);
+                }
+                let engine = self.engine;
+                let found = self.metrics.sample(source, ev.line, name, value, &ev.text);
+                engine.metrics.add(&engine.rules, found, ev, name, value);
+            }
+            Some(Metric::Pod { name, .. }) => self.metrics.header(source, ev.line, name),
+            Some(Metric::Eof) => self.metrics.end(),
+            _ => {}
+        }
     }
 
     fn remember_conn(&mut self, c: &str, ev: &Event<'_>) {
@@ -615,6 +687,7 @@ impl Accumulator for State<'_> {
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         self.stats.see_source(source);
         match rec {
+            Record::Event(ev) if ev.metric.is_some() => self.observe_metric(source, ev),
             Record::Event(ev) => self.observe(source, ev),
             Record::Unparsed {
                 line,
@@ -684,8 +757,8 @@ fn haystack(ev: &Event<'_>) -> String {
 }
 
 /// Orders lines by line within a source, sources as they first appear,
-/// without repeats, keeping the first `MAX_EVIDENCE`.
-pub(super) fn in_input_order(evidence: &mut Vec<Evidence>) {
+/// without repeats, keeping the first `max`.
+pub(super) fn in_input_order(evidence: &mut Vec<Evidence>, max: usize) {
     let mut sources: Vec<String> = Vec::new();
     let mut keyed: Vec<((usize, u64), Evidence)> = Vec::with_capacity(evidence.len());
     for e in evidence.drain(..) {
@@ -700,7 +773,7 @@ pub(super) fn in_input_order(evidence: &mut Vec<Evidence>) {
     }
     keyed.sort_by_key(|(k, _)| *k);
     keyed.dedup_by_key(|(k, _)| *k);
-    evidence.extend(keyed.into_iter().take(MAX_EVIDENCE).map(|(_, e)| e));
+    evidence.extend(keyed.into_iter().take(max).map(|(_, e)| e));
 }
 
 /// Subjects are names: masked (`:42340`) or placeholder (`<dst>`) values

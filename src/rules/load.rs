@@ -18,6 +18,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("checks.toml", include_str!("kb/checks.toml")),
     ("tools.toml", include_str!("kb/tools.toml")),
     ("prose.toml", include_str!("kb/prose.toml")),
+    ("metrics.toml", include_str!("kb/metrics.toml")),
     ("eras.toml", include_str!("kb/eras.toml")),
 ];
 
@@ -42,6 +43,7 @@ const INHERITED: &[&str] = &[
     "min_clients",
     "max_clients",
     "if_info_only",
+    "yields_to",
     "next",
 ];
 
@@ -259,7 +261,26 @@ fn parse_over(
                 );
             }
         }
-        if r.text.is_empty() && r.regex.is_none() && r.fields.is_empty() && r.all_text.is_empty() {
+        for y in &r.yields_to {
+            if !IDS.contains(&y.as_str()) {
+                err(
+                    format!("rule '{}': yields to unknown id '{y}'", r.name),
+                    "use ids from `lpa rules list`",
+                );
+            }
+        }
+        if let Some(m) = &r.metrics {
+            for problem in super::metrics::problems(r, m) {
+                err(
+                    format!("rule '{}': {problem}", r.name),
+                    "a metric rule names its series (`[[rule.metrics.series]]` with `as`, `names`, `labels`) and compares their aggregates in `when`; `lpa rules show metrics-endpoints-never-connect` is an example",
+                );
+            }
+        } else if r.text.is_empty()
+            && r.regex.is_none()
+            && r.fields.is_empty()
+            && r.all_text.is_empty()
+        {
             err(
                 format!("rule '{}' matches every line", r.name),
                 "give it `text = [\"…\"]`, `regex` or `fields`",

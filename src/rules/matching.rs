@@ -5,6 +5,7 @@
 //! an event are not asked).
 
 use super::command::Given;
+use super::metrics::Program;
 use super::ports;
 use super::{KnowledgeBase, Rule, Subject};
 use crate::parse::typed::EraCue;
@@ -52,6 +53,8 @@ pub struct Engine {
     era_cues: Vec<EraCue>,
     /// What the command line fills in next commands when the log cannot.
     pub given: Given,
+    /// The metric rules, which read snapshots instead of lines.
+    pub(super) metrics: Program,
 }
 
 fn is_word(b: u8) -> bool {
@@ -77,6 +80,7 @@ pub fn producer_family(p: Producer) -> &'static str {
         Producer::Kube => "kube",
         Producer::Check => "check",
         Producer::Prose => "prose",
+        Producer::Metrics => "metrics",
     }
 }
 
@@ -111,7 +115,7 @@ impl Engine {
         let mut always = Vec::new();
         let mut tag_bits = HashMap::new();
         for (i, r) in rules.iter().enumerate() {
-            if r.text.is_empty() {
+            if r.text.is_empty() && r.metrics.is_none() {
                 always.push(i);
             }
             for t in &r.text {
@@ -145,6 +149,7 @@ impl Engine {
         };
         let lower = |v: &Vec<String>| v.iter().map(|s| s.to_ascii_lowercase()).collect();
         Engine {
+            metrics: Program::new(&rules),
             regexes: rules.iter().map(|r| compile(&r.regex)).collect(),
             not_regexes: rules.iter().map(|r| compile(&r.not_regex)).collect(),
             captures: rules.iter().map(|r| compile(&r.capture)).collect(),

@@ -271,8 +271,70 @@ pub struct Rule {
     /// Shown when the log holds no DEBUG lines: what would decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub if_info_only: Option<String>,
+    /// Ids whose finding about the same subject this rule's matches join
+    /// instead of making their own: mechanisms its evidence cannot tell
+    /// from its own (a connect that never completes, in the metrics, may be
+    /// refused as well as timed out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub yields_to: Vec<String>,
+    /// Match series of a metrics snapshot instead of log lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricRule>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub next: Vec<NextCommand>,
+}
+
+/// A rule's conditions on a metrics snapshot: its series, grouped by the
+/// rule's `group_by` subject, and comparisons between their aggregates that
+/// must all hold in a group.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricRule {
+    /// `ALIAS.AGGREGATE` (count, sum, zeros, min, max), numbers, `now`
+    /// (the snapshot's clock), `+ - * /`, one comparison each:
+    /// `open.max == 0`, `expiry.min - now < 25200`.
+    pub when: Vec<String>,
+    /// With two snapshots of one pod: the series whose sum must have grown
+    /// between them for the finding to be happening now, not in the past.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grows: Option<String>,
+    pub series: Vec<Series>,
+}
+
+/// Samples a metric rule reads.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Series {
+    /// What `when` calls them.
+    #[serde(rename = "as")]
+    pub alias: String,
+    /// Sample names as exposed (with `_total`, `_bucket`…), one for each
+    /// release's spelling of the family.
+    pub names: Vec<String>,
+    /// Label equals the value, or one of the values; `"*"`: present and not
+    /// empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, LabelValues>,
+    /// And none of these.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels_not: BTreeMap<String, LabelValues>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum LabelValues {
+    One(String),
+    Any(Vec<String>),
+}
+
+impl LabelValues {
+    pub fn admits(&self, v: &str) -> bool {
+        let one = |x: &String| x == v || (x == "*" && !v.is_empty());
+        match self {
+            LabelValues::One(x) => one(x),
+            LabelValues::Any(xs) => xs.iter().any(one),
+        }
+    }
 }
 
 fn default_confidence() -> f64 {
@@ -350,4 +412,5 @@ pub const PRODUCER_FAMILIES: &[&str] = &[
     "kube",
     "check",
     "prose",
+    "metrics",
 ];

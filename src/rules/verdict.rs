@@ -30,6 +30,11 @@ impl State<'_> {
     /// The findings, ranked, with symptoms folded under their causes.
     pub fn finish(mut self, era_override: Option<Era>) -> Report {
         self.settle();
+        let engine = self.engine;
+        let pods = std::mem::take(&mut self.metrics).finish();
+        for (ri, group, acc) in engine.metrics.evaluate(&engine.rules, &pods) {
+            self.add_acc(ri, group, acc);
+        }
         if let Some(e) = era_override {
             self.stats.era.add_stated(e);
         }
@@ -38,11 +43,28 @@ impl State<'_> {
         let mut groups: Vec<((usize, String), Acc)> =
             std::mem::take(&mut self.groups).into_iter().collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
+        let told: std::collections::BTreeSet<(&str, String)> = groups
+            .iter()
+            .filter(|((ri, _), a)| rules[*ri].yields_to.is_empty() && a.count > 0)
+            .filter_map(|((ri, g), _)| Some((rules[*ri].id.as_deref()?, g.clone())))
+            .collect();
+        // A match that cannot tell its mechanism from another joins that
+        // other's finding about the same subject.
+        let yields: Vec<Option<&str>> = groups
+            .iter()
+            .map(|((ri, g), _)| {
+                rules[*ri]
+                    .yields_to
+                    .iter()
+                    .map(String::as_str)
+                    .find(|y| told.contains(&(*y, g.clone())))
+            })
+            .collect();
         // Rules that reach the same verdict (id, benign) about the same
         // subject make one finding, told by its most telling rule (a cause
         // before a symptom, the more specific first).
         let mut merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)> = BTreeMap::new();
-        for ((ri, group), acc) in groups {
+        for (((ri, group), acc), yielded) in groups.into_iter().zip(yields) {
             let r = &rules[ri];
             if r.min_count.is_some_and(|m| acc.count < m)
                 || r.min_clients.is_some_and(|m| acc.clients.len() < m)
@@ -50,7 +72,8 @@ impl State<'_> {
             {
                 continue;
             }
-            let key = (r.id.as_deref().unwrap_or(""), group, r.benign);
+            let id = yielded.or(r.id.as_deref()).unwrap_or("");
+            let key = (id, group, r.benign);
             match merged.get_mut(&key) {
                 Some((ris, a)) => {
                     if !ris.contains(&ri) {
@@ -69,7 +92,14 @@ impl State<'_> {
             .into_iter()
             .map(|(ris, acc)| {
                 let mut rs: Vec<&Rule> = ris.iter().map(|&i| &rules[i]).collect();
-                rs.sort_by(|a, b| a.role.cmp(&b.role).then(b.weight.cmp(&a.weight)));
+                // A rule that yielded its match to this finding's mechanism
+                // does not tell it.
+                rs.sort_by(|a, b| {
+                    (!a.yields_to.is_empty())
+                        .cmp(&!b.yields_to.is_empty())
+                        .then(a.role.cmp(&b.role))
+                        .then(b.weight.cmp(&a.weight))
+                });
                 new_finding(&rs, acc, era, &self.stats, &self.engine.given)
             })
             .collect();
@@ -80,7 +110,8 @@ impl State<'_> {
 }
 
 /// A match that names no subject of its rule's grouping joins the only
-/// group of its id that has one; with several, it stays apart.
+/// group of its id that has one, or of several the only one its proxy
+/// shows; otherwise it stays apart.
 fn join_ungrouped(merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)>) -> Vec<(Vec<usize>, Acc)> {
     struct Group<'a> {
         key: (&'a str, bool),
@@ -104,9 +135,29 @@ fn join_ungrouped(merged: BTreeMap<Verdict<'_>, (Vec<usize>, Acc)>) -> Vec<(Vec<
         }
     }
     for g in ungrouped {
-        let mut same = out.iter_mut().filter(|o| o.key == g.key);
-        match (same.next(), same.next()) {
-            (Some(o), None) => {
+        let same: Vec<usize> = (0..out.len())
+            .filter(|&i| out[i].key == g.key && !out[i].subject.is_empty())
+            .collect();
+        // Among several, the one seen by the same proxy (a snapshot's
+        // unlabelled counter and that snapshot's balancer for a service).
+        let of_proxy: Vec<usize> = same
+            .iter()
+            .copied()
+            .filter(|&i| {
+                g.acc
+                    .proxies
+                    .intersection(&out[i].acc.proxies)
+                    .next()
+                    .is_some()
+            })
+            .collect();
+        let only = match (same.as_slice(), of_proxy.as_slice()) {
+            ([i], _) | (_, [i]) => Some(*i),
+            _ => None,
+        };
+        match only {
+            Some(i) => {
+                let o = &mut out[i];
                 for r in g.rules {
                     if !o.rules.contains(&r) {
                         o.rules.push(r);
@@ -197,7 +248,10 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats, given: &Given
                 next_commands.push(c);
             }
         }
-        if let (false, Some(n)) = (stats.has_debug(), &rule.if_info_only) {
+        // What would decide, when the lines it rests on are INFO lines or
+        // metrics (a log rule's words are not about a snapshot alone).
+        let info_only = !stats.has_debug() && (rule.metrics.is_some() || !acc.evidence.is_empty());
+        if let (true, Some(n)) = (info_only, &rule.if_info_only) {
             let n = prose(n);
             if !notes.contains(&n) {
                 notes.push(n);
@@ -218,6 +272,18 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats, given: &Given
     let mut sev = rules.iter().map(|x| x.severity).max().unwrap_or(r.severity);
     let mut benign = r.benign;
     let mut confidence = rules.iter().map(|x| x.confidence).fold(0.0, f64::max);
+    if !acc.evidence.is_empty() && !acc.metric_evidence.is_empty() {
+        // The logs and the metrics agree: two witnesses of one mechanism.
+        confidence += (1.0 - confidence) / 2.0;
+    }
+    for n in &acc.notes {
+        if !notes.contains(n) {
+            notes.push(n.clone());
+        }
+    }
+    if acc.old {
+        sev = Severity::Info;
+    }
     let mut detail = r.detail.clone();
     let hearsay = !acc.logged;
     if acc.check_warnings == acc.count {
@@ -268,7 +334,11 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats, given: &Given
         sources: acc.proxies.iter().cloned().collect(),
         first_seen: acc.first.display(),
         last_seen: acc.last.display(),
-        evidence: acc.evidence,
+        evidence: acc
+            .evidence
+            .into_iter()
+            .chain(acc.metric_evidence)
+            .collect(),
         next_commands,
         doc: r.doc.clone(),
         notes,
