@@ -225,6 +225,13 @@ impl Engine {
         {
             return None;
         }
+        // A rule for a reporter's words reads prose events only: a line
+        // without a head is a program's output, not what the reporter says.
+        let prose_only =
+            !r.components.is_empty() && r.components.iter().all(|c| *c == Component::Reporter);
+        if prose_only && !matches!(line, Line::Event(_)) {
+            return None;
+        }
         match line {
             Line::Event(ev) => {
                 if r.unparsed || !event_conditions(r, ev) {
@@ -247,6 +254,10 @@ impl Engine {
                     return None;
                 }
                 if r.max_uptime.is_some() || r.min_uptime.is_some() {
+                    return None;
+                }
+                // A rule about a port's role needs that port in the text.
+                if !r.port_roles.is_empty() && !ports::text_has_role(hay, &r.port_roles) {
                     return None;
                 }
             }

@@ -92,6 +92,23 @@ pub fn has_role(ev: &Event<'_>, want: &[PortRole]) -> bool {
     of_event(ev).any(|p| roles(p).iter().any(|r| want.contains(r)))
 }
 
+/// Does an unparsed line name, as `host:port`, a port of one of these
+/// roles? (Without an event there are no addresses, only text.)
+pub fn text_has_role(text: &str, want: &[PortRole]) -> bool {
+    let b = text.as_bytes();
+    memchr::memchr_iter(b':', b).any(|i| {
+        let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let end = i + 1 + digits;
+        (1..=5).contains(&digits)
+            && i > 0
+            && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b']')
+            && !b.get(end).is_some_and(|c| c.is_ascii_alphanumeric())
+            && text[i + 1..end]
+                .parse::<u16>()
+                .is_ok_and(|p| roles(p).iter().any(|r| want.contains(r)))
+    })
+}
+
 /// Is this a control-plane address (a Linkerd controller's name, or the
 /// destination pod's own policy container on localhost:8090)?
 pub fn is_control_plane_addr(addr: &str) -> bool {

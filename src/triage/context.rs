@@ -41,7 +41,7 @@ static SERVER_VERSION: LazyLock<Regex> =
 /// The reporter's own cluster: "we run/use/are on …", "upgraded to …".
 static OWN_VERSION: LazyLock<Regex> = LazyLock::new(|| {
     rx(&format!(
-        r"(?i)\b(?:we|our|i|i'm|we're|my|us)\b[^.\n]{{0,60}}?\b(?:run|running|use|using|on|upgraded to|upgrading to|installed|install|deployed|have)\b[^.\n]{{0,25}}?\bv?{VERSION}|\b(?:upgraded|upgrading|updated|moved) to (?:linkerd )?v?{VERSION}|\blinkerd(?: version)?:?\s+v?{VERSION}|\busing linkerd v?{VERSION}"
+        r"(?i)\b(?:we|our|i|i'm|we're|my|us)\b[^.\n]{{0,60}}?\b(?:run|running|use|using|on|(?:upgraded|upgrading|updated|moved|migrated)(?: from (?:linkerd )?v?[\w.-]+)? to|installed|install|deployed|have)\b[^.\n]{{0,25}}?\bv?{VERSION}|\b(?:upgraded|upgrading|updated|moved|migrated)(?: from (?:linkerd )?v?[\w.-]+)? to (?:linkerd )?v?{VERSION}|\blinkerd(?: version)?:?\s+v?{VERSION}|\busing linkerd v?{VERSION}"
     ))
 });
 static ANY_VERSION: LazyLock<Regex> = LazyLock::new(|| {

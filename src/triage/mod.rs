@@ -27,8 +27,8 @@ use typed_arena::Arena;
 pub struct Missing {
     pub id: &'static str,
     pub why: String,
-    /// What to run to get it.
-    pub how: String,
+    /// What to run to get it, in order (none when it is not a command).
+    pub how: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -49,6 +49,9 @@ fn prose_event(line: u64, sentence: &str) -> Event<'_> {
     ev
 }
 
+/// Prose lines after an announcement within which its logs may still come.
+const ANNOUNCED_WITHIN: u32 = 2;
+
 /// Reads the ticket, runs the engine over what it holds.
 pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
     let arena: Arena<String> = Arena::new();
@@ -61,7 +64,9 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
     let mut tok = Tokenizer::new(&arena);
     let mut prose = String::new();
     let mut source = name.to_string();
-    let mut waiting: Option<&Piece<'_>> = None;
+    // An announcement of logs, and the prose lines written since: a post
+    // often says a word more ("`linkerd check`:") before its block.
+    let mut waiting: Option<(&Piece<'_>, u32)> = None;
     let mut blocks_seen: Option<u64> = None;
     for p in &pieces {
         let src = p
@@ -112,9 +117,14 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
             Kind::Prose => {
                 tok.flush(&mut |r: &mut Record<'_>| st.record(&source, r));
                 let inner = unwrap(p.text).rest;
-                if let Some(w) = waiting.take() {
-                    missing_logs(&mut ctx, w);
-                }
+                waiting = match waiting {
+                    Some((w, n)) if n >= ANNOUNCED_WITHIN => {
+                        missing_logs(&mut ctx, w);
+                        None
+                    }
+                    Some((w, n)) => Some((w, n + 1)),
+                    None => None,
+                };
                 ctx.prose_lines += 1;
                 prose.push_str(inner);
                 prose.push('\n');
@@ -136,13 +146,13 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
                     );
                 }
                 if Context::announces(inner) {
-                    waiting = Some(p);
+                    waiting = Some((p, 0));
                 }
             }
         }
     }
     tok.flush(&mut |r: &mut Record<'_>| st.record(&source, r));
-    if let Some(w) = waiting {
+    if let Some((w, _)) = waiting {
         missing_logs(&mut ctx, w);
     }
     let all = String::from_utf8_lossy(text);
@@ -186,29 +196,37 @@ fn missing(r: &Report, ctx: &Context) -> Vec<Missing> {
     for (what, said) in &ctx.announced_missing {
         m.push(Missing {
             id: "announced-logs",
-            why: format!("the post says “{said}” but the {what} are not in it"),
-            how: "paste them inside a fenced code block (three backticks before and after)".into(),
+            why: format!(
+                "the post says “{said}” but the {what} are not in it: paste them inside a fenced code block (three backticks before and after)"
+            ),
+            how: Vec::new(),
         });
     }
-    if s.proxy_events == 0 && !ctx.unmeshed {
+    // A post that says a pod is unmeshed has no proxy log to ask for,
+    // unless lpa found something only the proxy's log could confirm.
+    if s.proxy_events == 0 && (!ctx.unmeshed || !r.findings.is_empty()) {
         m.push(Missing {
             id: "proxy-logs",
             why: "no linkerd-proxy log lines were posted".into(),
-            how: "kubectl logs -n \"$NS\" \"$POD\" -c linkerd-proxy --timestamps".into(),
+            how: vec!["kubectl logs -n \"$NS\" \"$POD\" -c linkerd-proxy --timestamps".into()],
         });
     } else if s.proxy_events > 0 && !s.has_debug() {
         m.push(Missing {
             id: "debug-logs",
-            why: "only INFO/WARN lines were posted: connect errors and TLS details are logged at DEBUG".into(),
-            how: format!(
-                "kubectl annotate -n \"$NS\" deploy/\"$WORKLOAD\" '{}' && kubectl rollout restart -n \"$NS\" deploy/\"$WORKLOAD\", reproduce, then kubectl logs -n \"$NS\" \"$POD\" -c linkerd-proxy --timestamps",
-                DEBUG_ANNOTATION.replacen(": ", "=", 1)
-            ),
+            why: "only INFO/WARN lines were posted: connect errors and TLS details are logged at DEBUG; annotate the workload, restart it, reproduce, then collect the log".into(),
+            how: vec![
+                format!(
+                    "kubectl annotate -n \"$NS\" deploy/\"$WORKLOAD\" '{}'",
+                    DEBUG_ANNOTATION.replacen(": ", "=", 1)
+                ),
+                "kubectl rollout restart -n \"$NS\" deploy/\"$WORKLOAD\"".into(),
+                "kubectl logs -n \"$NS\" \"$POD\" -c linkerd-proxy --timestamps".into(),
+            ],
         });
         m.push(Missing {
             id: "proxy-metrics",
             why: "with INFO logs only, the proxy's metrics show the connect outcomes and fail-fast counts the logs hide".into(),
-            how: "linkerd diagnostics proxy-metrics -n \"$NS\" po/\"$POD\"".into(),
+            how: vec!["linkerd diagnostics proxy-metrics -n \"$NS\" po/\"$POD\"".into()],
         });
     }
     let range = s.era.range();
@@ -216,7 +234,7 @@ fn missing(r: &Report, ctx: &Context) -> Vec<Missing> {
         m.push(Missing {
             id: "version",
             why: "no Linkerd version is stated and the log format does not pin it down".into(),
-            how: "linkerd version".into(),
+            how: vec!["linkerd version".into()],
         });
     }
     let failing = r.findings.iter().any(|f| !f.benign);
@@ -229,14 +247,14 @@ fn missing(r: &Report, ctx: &Context) -> Vec<Missing> {
         m.push(Missing {
             id: "client-logs",
             why: "only the server side's logs were posted; the calling pod's proxy shows where requests go and how they fail".into(),
-            how: "kubectl logs -n \"$CLIENT_NS\" \"$CLIENT_POD\" -c linkerd-proxy --timestamps".into(),
+            how: vec!["kubectl logs -n \"$CLIENT_NS\" \"$CLIENT_POD\" -c linkerd-proxy --timestamps".into()],
         });
     }
     if ctx.multicluster && failing && !ctx.components.iter().any(|c| c == "gateway") {
         m.push(Missing {
             id: "gateway-logs",
             why: "multicluster traffic fails but the gateway's own log is not included".into(),
-            how: "kubectl logs -n linkerd-multicluster deploy/linkerd-gateway -c linkerd-proxy --timestamps".into(),
+            how: vec!["kubectl logs -n linkerd-multicluster deploy/linkerd-gateway -c linkerd-proxy --timestamps".into()],
         });
     }
     m

@@ -105,7 +105,7 @@ pub fn markdown(t: &Triage) -> String {
     if !t.context.tried.is_empty() {
         let _ = writeln!(o, "\nAlready tried, per the report:\n");
         for s in &t.context.tried {
-            let _ = writeln!(o, "- {}", escaped(s));
+            let _ = writeln!(o, "- {}", escaped(&s.replace(['\n', '\r'], " ")));
         }
     }
     let _ = writeln!(o, "\n## Findings\n");
@@ -116,7 +116,12 @@ pub fn markdown(t: &Triage) -> String {
     if !t.missing.is_empty() {
         let _ = writeln!(o, "## What is missing\n");
         for m in &t.missing {
-            let _ = writeln!(o, "- **{}**: {}. How: {}", m.id, m.why, code(&m.how));
+            let how: Vec<String> = m.how.iter().map(|c| code(c)).collect();
+            let how = match how.is_empty() {
+                true => String::new(),
+                false => format!(" How: {}", how.join(", then ")),
+            };
+            let _ = writeln!(o, "- **{}**: {}.{how}", m.id, escaped(&m.why));
         }
         let _ = writeln!(o);
     }
