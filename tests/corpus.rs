@@ -30,6 +30,15 @@ struct Expect {
     /// or ticket of the same name): logs and metrics snapshots.
     #[serde(default)]
     inputs: Vec<String>,
+    /// Ids that must be findings of their own, not consequences.
+    #[serde(default)]
+    own: Vec<String>,
+    /// Words a note of the report must hold (what lpa says the input is).
+    #[serde(default)]
+    note: Option<String>,
+    /// Lines that must be listed as warnings or errors without a rule.
+    #[serde(default)]
+    unmatched: Option<u64>,
 }
 
 fn root() -> PathBuf {
@@ -228,6 +237,46 @@ fn check(path: &Path, cmd: &str, kind: &str) -> Vec<String> {
                     "{name}: reply does not ask for {want} (asks for {got:?})"
                 ));
             }
+        }
+    }
+    for o in &e.own {
+        if !top_ids.contains(&o.as_str()) {
+            errs.push(format!("{name}: {o} is not a finding of its own"));
+        }
+    }
+    // Several logs are several proxies: a cause never explains lines of
+    // another file. (A metrics snapshot beside a log is the same proxy's.)
+    let file = |s: &str| s.split(' ').next().unwrap_or("").to_string();
+    for x in f.iter().filter(|_| kind == "scenarios") {
+        let mine: Vec<String> = x["sources"].as_array().map_or(vec![], |v| {
+            v.iter().map(|s| file(s.as_str().unwrap_or(""))).collect()
+        });
+        for c in x["consequences"].as_array().into_iter().flatten() {
+            for ev in c["evidence"].as_array().into_iter().flatten() {
+                let src = file(ev["source"].as_str().unwrap_or(""));
+                if !mine.contains(&src) {
+                    errs.push(format!(
+                        "{name}: {} explains {} from {src}, another input",
+                        x["id"], c["id"]
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(want) = &e.note {
+        let notes = doc["notes"].to_string();
+        if !notes.contains(want.as_str()) {
+            errs.push(format!("{name}: no note says {want:?} (notes: {notes})"));
+        }
+    }
+    if let Some(want) = e.unmatched {
+        let got: u64 = doc["unmatched"].as_array().map_or(0, |u| {
+            u.iter().map(|x| x["count"].as_u64().unwrap_or(0)).sum()
+        });
+        if got != want {
+            errs.push(format!(
+                "{name}: {got} unmatched warning/error lines, want {want}"
+            ));
         }
     }
     errs.extend(check_golden(kind, &name, &doc));

@@ -20,6 +20,12 @@ const MAX_EXAMPLE: usize = 2000;
 pub fn template(s: &str) -> String {
     static RX: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         [
+            // Clocks first: their `:MM:SS` are no ports.
+            (
+                r"\b\d{4}[-/]\d{2}[-/]\d{2}([T ]\d{2}:\d{2}:\d{2}([.,]\d+)?(Z|[+-]\d{2}:?\d{2})?)?",
+                "<time>",
+            ),
+            (r"\b\d{2}:\d{2}:\d{2}([.,]\d+)?\b", "<time>"),
             (
                 r"[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.serviceaccount\.identity\.[A-Za-z0-9.-]+",
                 "<identity>",
