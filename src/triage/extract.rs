@@ -191,6 +191,25 @@ pub fn sentence_like(s: &str) -> bool {
 }
 
 /// The ticket's pieces, in order.
+/// The lines of one block, as pieces of the kind their content shows.
+fn push_block<'a>(
+    out: &mut Vec<Piece<'a>>,
+    lines: &[&'a str],
+    range: std::ops::Range<usize>,
+    info: &str,
+    label: Option<&'static str>,
+) {
+    let block = classify(&lines[range.clone()], info);
+    for j in range {
+        out.push(Piece {
+            line: j as u64 + 1,
+            text: lines[j],
+            kind: Kind::Line(block),
+            label,
+        });
+    }
+}
+
 pub fn pieces<'a>(lines: &[&'a str]) -> Vec<Piece<'a>> {
     let mut out = Vec::new();
     let mut label: Option<&'static str> = None;
@@ -209,15 +228,7 @@ pub fn pieces<'a>(lines: &[&'a str]) -> Vec<Piece<'a>> {
             let end = (start..lines.len())
                 .find(|&j| is_fence(lines[j]))
                 .unwrap_or(lines.len());
-            let block = classify(&lines[start..end], info);
-            for (j, l) in lines[start..end].iter().enumerate() {
-                out.push(Piece {
-                    line: (start + j) as u64 + 1,
-                    text: l,
-                    kind: Kind::Line(block),
-                    label,
-                });
-            }
+            push_block(&mut out, lines, start..end, info, label);
             i = end + 1;
             continue;
         }
@@ -246,15 +257,7 @@ pub fn pieces<'a>(lines: &[&'a str]) -> Vec<Piece<'a>> {
             {
                 end += 1;
             }
-            let block = classify(&lines[start..end], "");
-            for (j, l) in lines[start..end].iter().enumerate() {
-                out.push(Piece {
-                    line: (start + j) as u64 + 1,
-                    text: l,
-                    kind: Kind::Line(block),
-                    label,
-                });
-            }
+            push_block(&mut out, lines, start..end, "", label);
             i = end;
             continue;
         }
