@@ -186,6 +186,12 @@ mod blocks {
         ]
     }
 
+    /// One engine for every case: loading the rules dominates a case.
+    fn engine() -> &'static Engine {
+        static E: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
+        E.get_or_init(|| Engine::new(rules::load(&[]).unwrap()))
+    }
+
     fn input_counts(data: &[u8], engine: &Engine) -> (u64, u64) {
         let r: serde_json::Value = serde_json::from_str(&report(data, 1 << 20, engine)).unwrap();
         let n = |k: &str| r["input"][k].as_u64().unwrap();
@@ -206,7 +212,7 @@ mod blocks {
         /// and the whole samples around it still read.
         #[test]
         fn a_sample_cut_in_its_labels_is_unparsed(lines in prop::collection::vec(sample(), 1..8), cut in sample(), at in 0.0f64..1.0) {
-            let engine = Engine::new(rules::load(&[]).unwrap());
+            let engine = engine();
             let open = cut.find('{').unwrap() + 1;
             let close = cut.rfind('}').unwrap();
             let mut end = open + ((close - open) as f64 * at) as usize;
@@ -214,14 +220,14 @@ mod blocks {
                 end -= 1;
             }
             let data = format!("{}\n{}\n", lines.join("\n"), &cut[..end]);
-            prop_assert_eq!(input_counts(data.as_bytes(), &engine), (lines.len() as u64, 1));
+            prop_assert_eq!(input_counts(data.as_bytes(), engine), (lines.len() as u64, 1));
         }
 
         /// Any bytes at all: read without a panic, each line counted once.
         #[test]
         fn arbitrary_bytes_never_crash(data in prop::collection::vec(any::<u8>(), 0..2000)) {
-            let engine = Engine::new(rules::load(&[]).unwrap());
-            let (events, unparsed) = input_counts(&data, &engine);
+            let engine = engine();
+            let (events, unparsed) = input_counts(&data, engine);
             prop_assert!(events + unparsed <= lpa::input::count_lines(&data));
         }
     }
@@ -230,9 +236,9 @@ mod blocks {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn snapshots_read_in_blocks_match_the_whole(lines in prop::collection::vec(line(), 1..120), size in 40usize..600) {
-            let engine = Engine::new(rules::load(&[]).unwrap());
+            let engine = engine();
             let data = lines.join("\n") + "\n";
-            prop_assert_eq!(report(data.as_bytes(), size, &engine), report(data.as_bytes(), 1 << 30, &engine));
+            prop_assert_eq!(report(data.as_bytes(), size, engine), report(data.as_bytes(), 1 << 30, engine));
         }
     }
 }
