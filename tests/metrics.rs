@@ -186,13 +186,166 @@ mod blocks {
         ]
     }
 
+    /// One engine for every case: loading the rules dominates a case.
+    fn engine() -> &'static Engine {
+        static E: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
+        E.get_or_init(|| Engine::new(rules::load(&[]).unwrap()))
+    }
+
+    fn input_counts(data: &[u8], engine: &Engine) -> (u64, u64) {
+        let r: serde_json::Value = serde_json::from_str(&report(data, 1 << 20, engine)).unwrap();
+        let n = |k: &str| r["input"][k].as_u64().unwrap();
+        (n("events"), n("unparsed"))
+    }
+
+    /// A sample with label values that need escapes.
+    fn sample() -> impl Strategy<Value = String> {
+        let value = prop::sample::select(vec!["a", "b\\\"c", "d\\ne", "é ü", ""]);
+        (value.clone(), value, 0u32..1000).prop_map(|(a, b, v)| {
+            format!("request_errors_total{{direction=\"outbound\",authority=\"{a}\",message=\"{b}\"}} {v}")
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// A sample cut anywhere inside its label set is one unparsed line,
+        /// and the whole samples around it still read.
+        #[test]
+        fn a_sample_cut_in_its_labels_is_unparsed(lines in prop::collection::vec(sample(), 1..8), cut in sample(), at in 0.0f64..1.0) {
+            let engine = engine();
+            let open = cut.find('{').unwrap() + 1;
+            let close = cut.rfind('}').unwrap();
+            let mut end = open + ((close - open) as f64 * at) as usize;
+            while !cut.is_char_boundary(end) {
+                end -= 1;
+            }
+            let data = format!("{}\n{}\n", lines.join("\n"), &cut[..end]);
+            prop_assert_eq!(input_counts(data.as_bytes(), engine), (lines.len() as u64, 1));
+        }
+
+        /// Any bytes at all: read without a panic, each line counted once.
+        #[test]
+        fn arbitrary_bytes_never_crash(data in prop::collection::vec(any::<u8>(), 0..2000)) {
+            let engine = engine();
+            let (events, unparsed) = input_counts(&data, engine);
+            prop_assert!(events + unparsed <= lpa::input::count_lines(&data));
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn snapshots_read_in_blocks_match_the_whole(lines in prop::collection::vec(line(), 1..120), size in 40usize..600) {
-            let engine = Engine::new(rules::load(&[]).unwrap());
+            let engine = engine();
             let data = lines.join("\n") + "\n";
-            prop_assert_eq!(report(data.as_bytes(), size, &engine), report(data.as_bytes(), 1 << 30, &engine));
+            prop_assert_eq!(report(data.as_bytes(), size, engine), report(data.as_bytes(), 1 << 30, engine));
         }
     }
+}
+
+fn summarize(args: &[&str], stdin: &str) -> String {
+    let mut all = vec!["summarize"];
+    all.extend_from_slice(args);
+    let (code, out) = lpa(&all, stdin);
+    assert_eq!(code, 0, "{out}");
+    out
+}
+
+#[test]
+fn summarize_has_a_metrics_section() {
+    let text = corpus("client-info-2.16.log") + &corpus("client-no-endpoints-2.16.prom");
+    let doc: Value = serde_json::from_str(&summarize(&["--format", "json"], &text)).unwrap();
+    let m = &doc["metrics"];
+    assert_eq!(m["proxies"][0]["pod"], "web-6d8f7c9b5-4hx2q");
+    let left = m["proxies"][0]["certificate_expires_in"].as_f64().unwrap();
+    assert!((left / 3600.0 - 17.5).abs() < 0.1, "{left}");
+    assert_eq!(m["proxies"][0]["open_fds"], 39.0);
+    // 2.16 counts each shed request twice, in the unlabelled
+    // outbound_http_errors_total and in the route statuses by Service: one
+    // row, each kind once.
+    let auth = m["authorities"].as_array().unwrap();
+    assert_eq!(auth.len(), 1, "{auth:?}");
+    assert_eq!(auth[0]["authority"], "payments.shop.svc.cluster.local:8080");
+    assert_eq!(auth[0]["failfast"], 6.0);
+    assert_eq!(auth[0]["loadshed"], 1410.0);
+    assert_eq!(
+        m["error_kinds"],
+        serde_json::json!([["outbound loadshed", 1410.0], ["outbound failfast", 6.0]])
+    );
+    // Balancers without a ready endpoint come first.
+    assert_eq!(
+        m["balancers"][0]["balancer"],
+        "payments.shop.svc.cluster.local:8080"
+    );
+    assert_eq!(m["balancers"][0]["ready"], 0.0);
+    assert!(m["balancers"][1]["ready"].as_f64().unwrap() > 0.0);
+    // The log's own tables do not take the samples' labels.
+    assert!(doc["tls"].as_object().unwrap().is_empty(), "{}", doc["tls"]);
+    let human = summarize(&["--color", "never"], &text);
+    let section = &human[human
+        .find("Metrics (latest snapshot of each proxy)")
+        .expect(&human)..];
+    assert!(
+        section.contains("error kinds: outbound loadshed 1410, outbound failfast 6"),
+        "{section}"
+    );
+    let md = summarize(&["--format", "markdown"], &text);
+    assert!(
+        md.contains("| `payments.shop.svc.cluster.local:8080` | 6 | 1410 | 0 | 0 |"),
+        "{md}"
+    );
+    // Logs alone have no metrics section.
+    let logs: Value = serde_json::from_str(&summarize(
+        &["--format", "json"],
+        &corpus("client-info-2.16.log"),
+    ))
+    .unwrap();
+    assert!(logs.get("metrics").is_none(), "{}", logs["metrics"]);
+}
+
+#[test]
+fn summarize_counts_endpoints_that_never_connected() {
+    let doc: Value = serde_json::from_str(&summarize(
+        &["--format", "json"],
+        &corpus("gateway-connect-timeout-2.10.prom"),
+    ))
+    .unwrap();
+    let auth = &doc["metrics"]["authorities"][0];
+    assert_eq!(
+        auth["authority"],
+        "metric-proxy.prometheus.svc.cluster.local:80"
+    );
+    assert_eq!(auth["endpoints_never_connected"], 3);
+}
+
+/// With INFO logs only, a fail-fast finding asks for the families that
+/// tell no endpoints from unreachable ones, of the proxy that logged it.
+#[test]
+fn fail_fast_asks_for_the_proxy_metrics_that_decide() {
+    let (code, out) = lpa(
+        &[
+            "explain",
+            "--format",
+            "json",
+            "-n",
+            "shop",
+            "--workload",
+            "deploy/web",
+        ],
+        &corpus("client-info-2.16.log"),
+    );
+    assert_eq!(code, 0, "{out}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let f = &doc["findings"][0];
+    assert_eq!(f["id"], "discovery.no-endpoints");
+    let cmds: Vec<&str> = f["next_commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["command"].as_str().unwrap())
+        .collect();
+    assert!(
+        cmds.contains(&"linkerd diagnostics proxy-metrics -n shop deploy/web | grep -E 'tcp_open_total|balancer.*endpoints'"),
+        "{cmds:?}"
+    );
 }

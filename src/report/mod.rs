@@ -4,6 +4,7 @@
 pub mod anonymize;
 pub mod explain;
 pub mod jsonl;
+pub mod metrics_summary;
 pub mod style;
 pub mod summary;
 pub mod text;

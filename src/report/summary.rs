@@ -1,11 +1,13 @@
 //! `lpa summarize`: what a log holds, in one streaming pass with bounded
 //! memory (every table keeps at most a fixed number of keys).
 
+use super::metrics_summary::{self, MetricsDoc, Tables};
 use super::style::Style;
 use crate::parse::typed::{host_of, EraVote};
-use crate::parse::{Event, Level, Record};
+use crate::parse::{Event, Level, Metric, Record};
 use crate::pipeline::Accumulator;
 use crate::rules::engine::{Engine, EraSampler};
+use crate::rules::snapshot::Snapshots;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, ContentArrangement, Table};
 use serde::Serialize;
 use std::borrow::{Borrow, Cow};
@@ -135,6 +137,9 @@ pub struct Summary {
     pub unknown: BTreeMap<String, Kind>,
     #[serde(skip)]
     pub era: EraVote,
+    /// Metrics snapshots, reduced to the metrics section's tables.
+    #[serde(skip)]
+    pub metrics: Snapshots<Tables>,
 }
 
 /// The accumulator of one block; `engine` tells which messages some rule knows.
@@ -354,9 +359,34 @@ fn connect_kind(t: &str) -> &'static str {
     }
 }
 
+impl SummaryAcc<'_> {
+    /// A line of exposition text: counted as an event, read into its
+    /// snapshot's tables (never into the log tables: its labels are not a
+    /// log line's fields).
+    fn metric(&mut self, source: &str, ev: &Event<'_>) {
+        let s = &mut self.summary;
+        s.events += 1;
+        s.lines += u64::from(ev.lines);
+        let src = entry(&mut s.sources, source);
+        src.events += 1;
+        src.lines += u64::from(ev.lines);
+        *s.producers.entry(ev.producer.as_str()).or_insert(0) += 1;
+        match ev.metric {
+            Some(Metric::Sample { name, value, .. }) => s
+                .metrics
+                .sample(source, ev.line, name, value, &ev.text)
+                .add(ev, name, value),
+            Some(Metric::Pod { name, .. }) => s.metrics.header(source, ev.line, name),
+            Some(Metric::Eof) => s.metrics.end(),
+            _ => {}
+        }
+    }
+}
+
 impl Accumulator for SummaryAcc<'_> {
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         match rec {
+            Record::Event(ev) if ev.metric.is_some() => self.metric(source, ev),
             Record::Event(ev) => self.event(source, ev),
             Record::Unparsed { line, text, .. } => {
                 let s = &mut self.summary;
@@ -465,6 +495,7 @@ impl Summary {
             }
         }
         self.era.merge(&o.era);
+        self.metrics.merge(o.metrics);
     }
 }
 
@@ -520,6 +551,8 @@ pub struct SummaryDoc<'a> {
     pub http_statuses: &'a BTreeMap<u16, u64>,
     pub timeline: Timeline,
     pub unknown: Vec<KindRow<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsDoc>,
 }
 
 #[derive(Serialize)]
@@ -683,6 +716,7 @@ impl Summary {
                     kind: k,
                 })
                 .collect(),
+            metrics: metrics_summary::doc(&self.metrics, n),
         }
     }
 }
@@ -701,7 +735,7 @@ fn sparkline(v: &[u64]) -> String {
         .collect()
 }
 
-fn table(header: &[&str]) -> Table {
+pub(super) fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic);
@@ -719,7 +753,7 @@ fn terminal_width() -> Option<(u16, u16)> {
     Some((cols, 0))
 }
 
-fn num(n: u64) -> Cell {
+pub(super) fn num(n: u64) -> Cell {
     Cell::new(n).set_alignment(CellAlignment::Right)
 }
 
@@ -896,6 +930,9 @@ pub fn human(s: &Summary, n: usize, st: &Style) -> String {
             st.red(&sparkline(&tl.warnings_and_errors))
         );
     }
+    if let Some(m) = &d.metrics {
+        metrics_summary::human(&mut o, m, st);
+    }
     if !d.unknown.is_empty() {
         let _ = writeln!(
             o,
@@ -981,6 +1018,9 @@ pub fn markdown(s: &Summary, n: usize) -> String {
         for (p, states) in d.tls {
             let _ = writeln!(o, "| {p} | {} |", join_counts(states, 8));
         }
+    }
+    if let Some(m) = &d.metrics {
+        metrics_summary::markdown(&mut o, m);
     }
     o
 }

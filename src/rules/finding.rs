@@ -19,7 +19,8 @@ pub struct Evidence {
     /// How lpa read the line, when not as a Linkerd component's event:
     /// `unparsed` (no grammar read it; the fallback matched its words),
     /// `unattributed` (an event no mark ties to a component), `application`
-    /// (another program's output).
+    /// (another program's output), `metric` (a sample of a metrics
+    /// snapshot).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'static str>,
 }

@@ -238,8 +238,14 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats, given: &Given
     let mut next_commands: Vec<Command> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut explains: Vec<String> = Vec::new();
+    // Asking for the proxy's metrics is for findings that rest on logs:
+    // once a snapshot is evidence, the input already holds them.
+    let has_metrics = !acc.metric_evidence.is_empty();
     for rule in rules {
         for n in rule.next.iter().filter(|n| n.applies_to(era)) {
+            if has_metrics && n.cmd.starts_with("linkerd diagnostics proxy-metrics") {
+                continue;
+            }
             let Some(c) = vars.command(&n.cmd, &n.why) else {
                 continue;
             };
