@@ -9,7 +9,7 @@ pub mod wrap;
 
 use anyhow::{bail, Context, Result};
 use flate2::read::MultiGzDecoder;
-use memchr::{memchr, memchr_iter, memrchr};
+use memchr::{memchr, memchr2, memchr_iter, memrchr};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -176,16 +176,41 @@ pub fn count_lines(block: &[u8]) -> u64 {
     n + u64::from(!block.is_empty() && !block.ends_with(b"\n"))
 }
 
+/// Bytes of one line read by default; the rest of a longer line is skipped
+/// (counted, never buffered), so a line costs bounded time and memory.
+pub const DEFAULT_MAX_LINE: usize = 2 << 20;
+
+/// A line longer than the maximum: its number and the bytes not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    pub line: u64,
+    pub dropped: u64,
+}
+
 /// A source cut into blocks of whole lines of about `size` bytes, never
 /// inside a multi-line record. Where a block ends depends on the input and
-/// `size` alone, never on the thread count, so neither do results.
+/// `size` alone, never on the thread count, so neither do results. A lone
+/// CR ends a line like LF (old Mac files, progress output); CRLF stays one
+/// line end.
 pub struct Blocks<'s> {
     src: &'s mut Source,
     size: usize,
+    max_line: usize,
     /// The lines read past the last cut, which start the next block.
     carry: Vec<u8>,
     line_no: u64,
     eof: bool,
+    /// Bytes of the buffer checked for line ends.
+    scanned: usize,
+    /// Where the buffer's last (unfinished) line starts.
+    line_start: usize,
+    /// Lines cut so far, of this block and of the carry.
+    pending_cuts: Vec<Cut>,
+    /// The cuts in the block last returned.
+    block_cuts: Vec<Cut>,
+    /// The number of the line being scanned, and its bytes dropped so far.
+    read_line: u64,
+    dropped: u64,
 }
 
 impl<'s> Blocks<'s> {
@@ -193,14 +218,32 @@ impl<'s> Blocks<'s> {
         Blocks {
             src,
             size: size.max(1),
+            max_line: DEFAULT_MAX_LINE,
             carry: Vec::new(),
             line_no: 1,
             eof: false,
+            scanned: 0,
+            line_start: 0,
+            pending_cuts: Vec::new(),
+            block_cuts: Vec::new(),
+            read_line: 1,
+            dropped: 0,
         }
     }
 
+    /// Reads at most `n` bytes of any line.
+    pub fn max_line(mut self, n: usize) -> Self {
+        self.max_line = n.max(1);
+        self
+    }
+
+    /// The lines cut in the block `next_into` returned last.
+    pub fn cuts(&self) -> &[Cut] {
+        &self.block_cuts
+    }
+
     /// Fills `buf` with the next block and returns the number of its first
-    /// line; `None` at the end. A line longer than `size` grows the block.
+    /// line; `None` at the end.
     pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>> {
         buf.clear();
         buf.append(&mut self.carry);
@@ -217,39 +260,107 @@ impl<'s> Blocks<'s> {
                 // No line here starts a record, so one may still be running
                 // (a panic's trace): read on, up to a few blocks.
                 None if buf.len() < 4 * self.size => {
-                    checked = memrchr(b'\n', buf).map_or(0, |i| i + 1);
+                    checked = self.line_start;
                     want = buf.len() + self.size;
                 }
-                None => break memrchr(b'\n', buf).map_or(buf.len(), |i| i + 1),
+                None if self.line_start == 0 => break buf.len(),
+                None => break self.line_start,
             }
         };
+        // The carry was scanned as it was read (but for an undecided CR).
         self.carry.extend_from_slice(&buf[cut..]);
         buf.truncate(cut);
+        self.scanned = self.scanned.saturating_sub(cut);
+        self.line_start = self.line_start.saturating_sub(cut);
         if buf.is_empty() {
             return Ok(None);
         }
         let first = self.line_no;
         self.line_no += count_lines(buf);
+        let next = self.line_no;
+        self.block_cuts.clear();
+        self.block_cuts
+            .extend(self.pending_cuts.iter().filter(|c| c.line < next).copied());
+        self.pending_cuts.retain(|c| c.line >= next);
         Ok(Some(first))
     }
 
-    /// Reads until `buf` holds `want` bytes and a newline, or the end.
+    /// Reads until `buf` holds `want` bytes and a line end, or the end.
     fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
-        while !self.eof && (buf.len() < want || memrchr(b'\n', buf).is_none()) {
+        while !self.eof && (buf.len() < want || self.line_start == 0) {
             let old = buf.len();
             // Up to `want`; past it, in steps, until a line ends.
             let limit = if old < want { want - old } else { 1 << 16 };
-            // read_to_end on a bounded reader appends without zero-filling.
-            let n = loop {
-                match (&mut self.src.reader).take(limit as u64).read_to_end(buf) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(anyhow::anyhow!("cannot read '{}': {e}", self.src.name)),
-                }
-            };
-            self.eof = n == 0;
+            self.eof = self.read(buf, limit)? == 0;
+            self.scan(buf);
         }
         Ok(())
+    }
+
+    /// Appends up to `limit` bytes; the number read.
+    fn read(&mut self, buf: &mut Vec<u8>, limit: usize) -> Result<usize> {
+        loop {
+            // read_to_end on a bounded reader appends without zero-filling.
+            match (&mut self.src.reader).take(limit as u64).read_to_end(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(anyhow::anyhow!("cannot read '{}': {e}", self.src.name)),
+            }
+        }
+    }
+
+    /// Finds the line ends in what was read since the last scan (a lone CR
+    /// becomes LF) and drops, in place, what any line holds past the
+    /// maximum: one pass over each byte read, however long the lines.
+    fn scan(&mut self, buf: &mut Vec<u8>) {
+        let len = buf.len();
+        let (mut r, mut w) = (self.scanned, self.scanned);
+        loop {
+            let end = memchr2(b'\n', b'\r', &buf[r..]).map_or(len, |k| r + k);
+            // A CR is a line end unless LF follows; at the end of what was
+            // read, the next read decides.
+            let pending_cr = end + 1 == len && buf[end] == b'\r' && !self.eof;
+            let line_end =
+                end < len && !pending_cr && (buf[end] == b'\n' || buf.get(end + 1) != Some(&b'\n'));
+            let seg = if line_end || end == len || pending_cr {
+                end
+            } else {
+                end + 1
+            };
+            let room = (self.line_start + self.max_line).saturating_sub(w);
+            let keep = room.min(seg - r);
+            buf.copy_within(r..r + keep, w);
+            w += keep;
+            self.dropped += (seg - r - keep) as u64;
+            r = seg;
+            if line_end {
+                buf[w] = b'\n';
+                w += 1;
+                r += 1;
+                self.end_line();
+                self.line_start = w;
+            } else if r == len || pending_cr {
+                break;
+            }
+        }
+        if self.eof && self.dropped > 0 {
+            self.end_line();
+        }
+        // An undecided CR stays unscanned, right after what was kept.
+        buf.copy_within(r..len, w);
+        buf.truncate(w + (len - r));
+        self.scanned = w;
+    }
+
+    /// The line being scanned ends: told as cut if bytes of it were dropped.
+    fn end_line(&mut self) {
+        if self.dropped > 0 {
+            self.pending_cuts.push(Cut {
+                line: self.read_line,
+                dropped: std::mem::take(&mut self.dropped),
+            });
+        }
+        self.read_line += 1;
     }
 }
 

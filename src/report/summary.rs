@@ -133,6 +133,8 @@ pub struct Summary {
     pub seconds: BTreeMap<i64, (u64, u64)>,
     pub seconds_are_wall: bool,
     pub unknown: BTreeMap<String, Kind>,
+    /// Lines longer than `--max-line`, read cut.
+    pub cut_lines: u64,
     #[serde(skip)]
     pub era: EraVote,
 }
@@ -354,7 +356,14 @@ fn connect_kind(t: &str) -> &'static str {
     }
 }
 
+/// What a count of cut lines means.
+pub const CUT_NOTE: &str = "lines longer than --max-line were read only up to it";
+
 impl Accumulator for SummaryAcc<'_> {
+    fn cut(&mut self, _: &str, _: crate::input::Cut) {
+        self.summary.cut_lines += 1;
+    }
+
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         match rec {
             Record::Event(ev) => self.event(source, ev),
@@ -394,6 +403,7 @@ impl Summary {
         self.lines += o.lines;
         self.events += o.events;
         self.unparsed += o.unparsed;
+        self.cut_lines += o.cut_lines;
         for (k, v) in o.producers {
             *self.producers.entry(k).or_insert(0) += v;
         }
@@ -535,6 +545,12 @@ pub struct Overview<'a> {
     pub containers: &'a BTreeMap<String, u64>,
     pub uptime: Option<(f64, f64)>,
     pub wall_clock: Option<(String, String)>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cut_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -630,6 +646,7 @@ impl Summary {
                 containers: &self.containers,
                 uptime: self.uptime,
                 wall_clock: self.wall.clone(),
+                cut_lines: self.cut_lines,
             },
             error_kinds: top(&self.error_kinds, n, |k| k.count)
                 .into_iter()
@@ -762,6 +779,9 @@ pub fn human(s: &Summary, n: usize, st: &Style) -> String {
         ]);
     }
     let _ = writeln!(o, "{t}");
+    if ov.cut_lines > 0 {
+        let _ = writeln!(o, "cut:       {} {}", ov.cut_lines, CUT_NOTE);
+    }
     let _ = writeln!(o, "producers: {}", join_counts(ov.producers, 12));
     let _ = writeln!(o, "levels:    {}", join_counts(ov.levels, 5));
     if let Some(e) = ov.era {
@@ -936,6 +956,9 @@ pub fn markdown(s: &Summary, n: usize) -> String {
     );
     if let Some(e) = ov.era {
         let _ = writeln!(o, "Log format of Linkerd {e}.");
+    }
+    if ov.cut_lines > 0 {
+        let _ = writeln!(o, "\n{} {}.", ov.cut_lines, CUT_NOTE);
     }
     if !d.error_kinds.is_empty() {
         let _ = writeln!(
