@@ -663,11 +663,14 @@ impl Command {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let g = &cli.global;
-    if let Some(n) = g.threads {
-        // Fails only when a pool exists already; the default pool serves then.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build_global();
+    // Built here, so a thread that cannot be spawned is an error (rayon's
+    // lazily built pool would panic); 0 means one per core.
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .num_threads(g.threads.map_or(0, |n| n.max(1)))
+        .build_global()
+    {
+        eprintln!("lpa: cannot start worker threads: {e}");
+        return 2;
     }
     let opts = pipeline::Options {
         progress: !g.quiet,
@@ -708,6 +711,9 @@ pub fn main() -> i32 {
         Command::Man { command } => man_page(command.as_deref(), &mut out),
     };
     match result {
+        // The other inputs were reported; the exit status tells of the one
+        // that could not be read.
+        Ok(_) if input::read_failed() => 2,
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {

@@ -79,15 +79,23 @@ where
         loop {
             let mut batch: Vec<(Vec<u8>, u64)> = Vec::with_capacity(opts.threads);
             let mut cuts: Vec<Vec<Cut>> = Vec::with_capacity(opts.threads);
+            let mut broken = false;
             while batch.len() < opts.threads.max(1) {
                 let mut buf = spare.pop().unwrap_or_default();
-                match blocks.next_into(&mut buf)? {
-                    Some(first) => {
+                match blocks.next_into(&mut buf) {
+                    Ok(Some(first)) => {
                         batch.push((buf, first));
                         cuts.push(blocks.cuts().to_vec());
                     }
-                    None => {
+                    Ok(None) => {
                         spare.push(buf);
+                        break;
+                    }
+                    // What was read of it still counts, as do the others.
+                    Err(e) => {
+                        input::report_read_error(&e, blocks.lines_read());
+                        spare.push(buf);
+                        broken = true;
                         break;
                     }
                 }
@@ -126,6 +134,9 @@ where
                 consume(&name, a)?;
             }
             spare.extend(batch.into_iter().map(|(b, _)| b));
+            if broken {
+                break;
+            }
         }
     }
     Ok(())

@@ -14,13 +14,16 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// One named input.
+/// One named input. A file is opened when it is first read and closed at
+/// its end, so any number of inputs needs one descriptor at a time.
 pub struct Source {
     /// The name evidence lines cite (`-` reads as `stdin`).
     pub name: String,
     /// Bytes to read, when known (plain files), for progress.
     pub size: Option<u64>,
-    reader: Box<dyn Read + Send>,
+    reader: Option<Box<dyn Read + Send>>,
+    /// The file to open on the first read.
+    path: Option<PathBuf>,
 }
 
 impl Source {
@@ -28,49 +31,86 @@ impl Source {
         Source {
             name: name.to_string(),
             size: None,
-            reader: Box::new(reader),
+            reader: Some(Box::new(reader)),
+            path: None,
         }
     }
 
     /// Reads everything that is left (tickets are read whole).
     pub fn read_to_end(&mut self, buf: &mut Vec<u8>) -> Result<()> {
-        self.reader
-            .read_to_end(buf)
-            .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", self.name))?;
+        let r = self.reader()?.read_to_end(buf);
+        r.map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", self.name))?;
+        self.close();
         Ok(())
     }
 
+    /// Opens the file now, with the error naming it; the size is known when
+    /// it is not gzip.
     fn open_file(path: &Path) -> Result<Source> {
-        let f = File::open(path).map_err(|e| describe(path, e))?;
+        let mut f = File::open(path).map_err(|e| describe(path, e))?;
         let len = f.metadata().ok().map(|m| m.len());
-        Ok(Source::sniffed(&path.display().to_string(), f, len))
+        let mut magic = [0u8; 2];
+        let gz = f.read_exact(&mut magic).is_ok() && magic == GZIP_MAGIC;
+        Ok(Source {
+            name: path.display().to_string(),
+            size: if gz { None } else { len },
+            reader: None,
+            path: Some(path.to_path_buf()),
+        })
     }
 
     /// Standard input (`kubectl logs … | gzip | lpa` works too).
     pub fn stdin() -> Source {
-        Source::sniffed("stdin", io::stdin(), None)
+        Source::from_reader("stdin", sniffed(io::stdin()))
     }
 
-    /// A source that is gunzipped when it starts with gzip's magic bytes,
-    /// whatever its name.
-    fn sniffed(name: &str, inner: impl Read + Send + 'static, len: Option<u64>) -> Source {
-        let mut r = BufReader::with_capacity(1 << 16, inner);
-        // A read error here shows again, with the source's name, on the
-        // first real read.
-        let gz = r
-            .fill_buf()
-            .map(|b| b.starts_with(&[0x1f, 0x8b]))
-            .unwrap_or(false);
-        let reader: Box<dyn Read + Send> = if gz {
-            Box::new(MultiGzDecoder::new(r))
-        } else {
-            Box::new(r)
-        };
-        Source {
-            name: name.to_string(),
-            size: if gz { None } else { len },
-            reader,
+    fn reader(&mut self) -> Result<&mut Box<dyn Read + Send>> {
+        if self.reader.is_none() {
+            self.reader = Some(match self.path.take() {
+                Some(p) => Box::new(sniffed(File::open(&p).map_err(|e| describe(&p, e))?)),
+                None => Box::new(io::empty()),
+            });
         }
+        Ok(self.reader.as_mut().expect("opened above"))
+    }
+
+    /// Read to the end: its descriptor is released for the next input.
+    fn close(&mut self) {
+        self.reader = Some(Box::new(io::empty()));
+        self.path = None;
+    }
+}
+
+static READ_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// An input broke off with a read error (a truncated `.gz`): reported on
+/// stderr, and the run goes on with the other inputs.
+pub fn read_failed() -> bool {
+    READ_FAILED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Tells on stderr which input broke off, and after how much of it.
+pub fn report_read_error(e: &anyhow::Error, lines: u64) {
+    READ_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+    eprintln!("lpa: {e:#}; {lines} lines of it were read and are reported, with the other inputs");
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// A reader that is gunzipped when it starts with gzip's magic bytes,
+/// whatever its name.
+fn sniffed(inner: impl Read + Send + 'static) -> Box<dyn Read + Send> {
+    let mut r = BufReader::with_capacity(1 << 16, inner);
+    // A read error here shows again, with the source's name, on the
+    // first real read.
+    let gz = r
+        .fill_buf()
+        .map(|b| b.starts_with(&GZIP_MAGIC))
+        .unwrap_or(false);
+    if gz {
+        Box::new(MultiGzDecoder::new(r))
+    } else {
+        Box::new(r)
     }
 }
 
@@ -211,6 +251,8 @@ pub struct Blocks<'s> {
     /// The number of the line being scanned, and its bytes dropped so far.
     read_line: u64,
     dropped: u64,
+    /// A read error, told after the block read before it.
+    error: Option<anyhow::Error>,
 }
 
 impl<'s> Blocks<'s> {
@@ -228,6 +270,7 @@ impl<'s> Blocks<'s> {
             block_cuts: Vec::new(),
             read_line: 1,
             dropped: 0,
+            error: None,
         }
     }
 
@@ -235,6 +278,11 @@ impl<'s> Blocks<'s> {
     pub fn max_line(mut self, n: usize) -> Self {
         self.max_line = n.max(1);
         self
+    }
+
+    /// The lines returned so far.
+    pub fn lines_read(&self) -> u64 {
+        self.line_no - 1
     }
 
     /// The lines cut in the block `next_into` returned last.
@@ -245,6 +293,9 @@ impl<'s> Blocks<'s> {
     /// Fills `buf` with the next block and returns the number of its first
     /// line; `None` at the end.
     pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
         buf.clear();
         buf.append(&mut self.carry);
         let mut want = self.size;
@@ -301,10 +352,20 @@ impl<'s> Blocks<'s> {
     fn read(&mut self, buf: &mut Vec<u8>, limit: usize) -> Result<usize> {
         loop {
             // read_to_end on a bounded reader appends without zero-filling.
-            match (&mut self.src.reader).take(limit as u64).read_to_end(buf) {
+            match self.src.reader()?.take(limit as u64).read_to_end(buf) {
+                Ok(0) => {
+                    self.src.close();
+                    return Ok(0);
+                }
                 Ok(n) => return Ok(n),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(anyhow::anyhow!("cannot read '{}': {e}", self.src.name)),
+                // What was read before it is returned as the last block;
+                // the error comes on the next call.
+                Err(e) => {
+                    self.error = Some(anyhow::anyhow!("cannot read '{}': {e}", self.src.name));
+                    self.src.close();
+                    return Ok(0);
+                }
             }
         }
     }
