@@ -1,6 +1,6 @@
 //! The command line: flags, subcommands, output and exit codes.
 
-use crate::input::{self, Source};
+use crate::input::{self, Cut, Source};
 use crate::parse::{Level, Record};
 use crate::pipeline::{self, Accumulator};
 use crate::report::anonymize::Anonymizer;
@@ -55,6 +55,27 @@ pub struct Global {
     /// Print nothing on stdout (use the exit status, e.g. with --fail-on).
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Read at most this much of one line (e.g. 512K, 4M); the rest of a longer line is skipped and counted.
+    #[arg(long, global = true, value_name = "BYTES", default_value = "2M", value_parser = parse_bytes)]
+    pub max_line: usize,
+}
+
+/// `4096`, `512K`, `2M`, `1G` (powers of 1024).
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size like 2M"))?;
+    let mult = match unit.to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return Err(format!("{s:?}: the unit is K, M or G")),
+    };
+    n.checked_mul(mult)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{s:?} is not a size above zero"))
 }
 
 #[derive(Subcommand, Debug)]
@@ -290,11 +311,17 @@ impl Out {
 /// `lpa parse`: each block renders its lines; blocks are written in order.
 struct ParseOut {
     buf: Vec<u8>,
+    /// Cut lines of the block not yet written, in order.
+    cuts: Vec<Cut>,
     level: Option<Level>,
     only: Only,
 }
 
 impl Accumulator for ParseOut {
+    fn cut(&mut self, _: &str, cut: Cut) {
+        self.cuts.push(cut);
+    }
+
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         let keep = match rec {
             Record::Event(e) => {
@@ -308,10 +335,21 @@ impl Accumulator for ParseOut {
         if keep {
             jsonl::write_record(&mut self.buf, source, rec);
         }
+        let end = rec.line() + u64::from(rec.lines());
+        while let Some(c) = self.cuts.first().filter(|c| c.line < end).copied() {
+            self.cuts.remove(0);
+            jsonl::write_cut(&mut self.buf, source, c);
+        }
     }
 }
 
-fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out) -> Result<i32> {
+fn cmd_parse(
+    files: &[PathBuf],
+    level: Option<Level>,
+    only: Only,
+    max_line: usize,
+    out: &mut Out,
+) -> Result<i32> {
     let mut sources = input::open_all(files)?;
     let stdout = io::stdout();
     // JSON is about three times the input: smaller blocks keep memory flat,
@@ -319,6 +357,7 @@ fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out)
     // again (malloc would keep growing its heap for them).
     let mut opts = pipeline::Options::blocks_of(1 << 20);
     opts.progress = !out.quiet;
+    opts.max_line = max_line;
     let pool: std::cell::RefCell<Vec<Vec<u8>>> = Default::default();
     pipeline::run(
         &mut sources,
@@ -330,6 +369,7 @@ fn cmd_parse(files: &[PathBuf], level: Option<Level>, only: Only, out: &mut Out)
                 .unwrap_or_else(|| Vec::with_capacity(opts.block_size * 3)),
             level,
             only,
+            cuts: Vec::new(),
         },
         |_, mut acc| {
             if out.anon.is_some() || out.quiet {
@@ -623,14 +663,18 @@ impl Command {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let g = &cli.global;
-    if let Some(n) = g.threads {
-        // Fails only when a pool exists already; the default pool serves then.
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build_global();
+    // Built here, so a thread that cannot be spawned is an error (rayon's
+    // lazily built pool would panic); 0 means one per core.
+    if let Err(e) = rayon::ThreadPoolBuilder::new()
+        .num_threads(g.threads.map_or(0, |n| n.max(1)))
+        .build_global()
+    {
+        eprintln!("lpa: cannot start worker threads: {e}");
+        return 2;
     }
     let opts = pipeline::Options {
         progress: !g.quiet,
+        max_line: g.max_line,
         ..Default::default()
     };
     let mut out = Out::new(g);
@@ -644,7 +688,7 @@ pub fn main() -> i32 {
     }
     let result = match &cli.command {
         Command::Parse { files, level, only } => {
-            cmd_parse(files, level.map(Level::from), *only, &mut out)
+            cmd_parse(files, level.map(Level::from), *only, g.max_line, &mut out)
         }
         Command::Explain {
             files,
@@ -667,6 +711,9 @@ pub fn main() -> i32 {
         Command::Man { command } => man_page(command.as_deref(), &mut out),
     };
     match result {
+        // The other inputs were reported; the exit status tells of the one
+        // that could not be read.
+        Ok(_) if input::read_failed() => 2,
         Ok(code) => code,
         Err(e) if is_broken_pipe(&e) => 0,
         Err(e) => {

@@ -23,12 +23,14 @@ use std::time::{Duration, Instant};
 
 /// How often a followed file is polled for growth and rotation.
 const POLL: Duration = Duration::from_millis(250);
+/// Bytes of a followed file read at a time.
+const CHUNK: u64 = 1 << 20;
 /// Lines are matched at least this often.
 const TICK: Duration = Duration::from_millis(500);
 
 /// Lines from stdin, or from a file followed across growth and rotation,
 /// sent in batches to the matcher.
-fn reader(path: Option<PathBuf>, tx: mpsc::Sender<Vec<u8>>) {
+fn reader(path: Option<PathBuf>, tx: mpsc::SyncSender<Vec<u8>>) {
     let send = |buf: Vec<u8>| tx.send(buf).is_ok();
     match path {
         None => {
@@ -75,12 +77,16 @@ fn follow_file(path: &Path, send: impl Fn(Vec<u8>) -> bool) {
             pos = 0;
             partial.clear();
         }
+        let mut more = false;
         if meta.len() > pos {
             if let Ok(mut f) = File::open(path) {
                 if f.seek(SeekFrom::Start(pos)).is_ok() {
                     let mut buf = Vec::new();
-                    if let Ok(n) = f.take(meta.len() - pos).read_to_end(&mut buf) {
+                    // In steps, so a large file is never held whole.
+                    let step = (meta.len() - pos).min(CHUNK);
+                    if let Ok(n) = f.take(step).read_to_end(&mut buf) {
                         pos += n as u64;
+                        more = n > 0 && pos < meta.len();
                         partial.extend_from_slice(&buf);
                         if let Some(end) = partial.iter().rposition(|b| *b == b'\n') {
                             let rest = partial.split_off(end + 1);
@@ -92,7 +98,10 @@ fn follow_file(path: &Path, send: impl Fn(Vec<u8>) -> bool) {
                 }
             }
         }
-        std::thread::sleep(POLL);
+        // Straight on while a file has more to read.
+        if !more {
+            std::thread::sleep(POLL);
+        }
     }
 }
 
@@ -152,7 +161,9 @@ pub enum Updates {
 /// Follows `path` (or stdin) until the input ends or Ctrl-C; returns the
 /// final report.
 pub fn run(path: Option<PathBuf>, engine: &Engine, updates: Updates) -> Result<Report> {
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    // Bounded: on a fast input the reader waits for the matcher instead of
+    // queueing the input in memory.
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(256);
     let name = path
         .as_ref()
         .map_or("stdin".to_string(), |p| p.display().to_string());
@@ -165,7 +176,10 @@ pub fn run(path: Option<PathBuf>, engine: &Engine, updates: Updates) -> Result<R
             );
         }
     }
-    std::thread::spawn(move || reader(path, tx));
+    std::thread::Builder::new()
+        .name("follow-reader".into())
+        .spawn(move || reader(path, tx))
+        .map_err(|e| anyhow::anyhow!("cannot start the reader thread: {e}"))?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();

@@ -4,7 +4,7 @@
 //! consumer in input order, and blocks are cut where the input alone says,
 //! so results do not depend on the thread count.
 
-use crate::input::{self, wrap::normalize, Source};
+use crate::input::{self, wrap::normalize, Cut, Source};
 use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
 use anyhow::Result;
@@ -14,6 +14,9 @@ use typed_arena::Arena;
 /// What a pass over the input keeps of each record.
 pub trait Accumulator: Send {
     fn record(&mut self, source: &str, rec: &Record<'_>);
+    /// A line of the block was longer than the maximum and is read cut;
+    /// told before the block's records.
+    fn cut(&mut self, _source: &str, _cut: Cut) {}
 }
 
 pub struct Options {
@@ -22,6 +25,8 @@ pub struct Options {
     pub threads: usize,
     /// Draw a progress line on stderr for long runs (on a terminal).
     pub progress: bool,
+    /// Bytes of a line read at most (`--max-line`).
+    pub max_line: usize,
 }
 
 impl Default for Options {
@@ -39,6 +44,7 @@ impl Options {
             block_size: bytes,
             threads: rayon::current_num_threads(),
             progress: true,
+            max_line: input::DEFAULT_MAX_LINE,
         }
     }
 }
@@ -69,15 +75,27 @@ where
     let mut spare: Vec<Vec<u8>> = Vec::new();
     for src in sources.iter_mut() {
         let name = src.name.clone();
-        let mut blocks = input::Blocks::new(src, opts.block_size);
+        let mut blocks = input::Blocks::new(src, opts.block_size).max_line(opts.max_line);
         loop {
             let mut batch: Vec<(Vec<u8>, u64)> = Vec::with_capacity(opts.threads);
+            let mut cuts: Vec<Vec<Cut>> = Vec::with_capacity(opts.threads);
+            let mut broken = false;
             while batch.len() < opts.threads.max(1) {
                 let mut buf = spare.pop().unwrap_or_default();
-                match blocks.next_into(&mut buf)? {
-                    Some(first) => batch.push((buf, first)),
-                    None => {
+                match blocks.next_into(&mut buf) {
+                    Ok(Some(first)) => {
+                        batch.push((buf, first));
+                        cuts.push(blocks.cuts().to_vec());
+                    }
+                    Ok(None) => {
                         spare.push(buf);
+                        break;
+                    }
+                    // What was read of it still counts, as do the others.
+                    Err(e) => {
+                        input::report_read_error(&e, blocks.lines_read());
+                        spare.push(buf);
+                        broken = true;
                         break;
                     }
                 }
@@ -89,7 +107,16 @@ where
             // Accumulators are made (and, after `consume`, dropped) on this
             // thread: their buffers then come from and return to one malloc
             // arena instead of piling up in each worker's.
-            let fresh: Vec<A> = batch.iter().map(|_| make()).collect();
+            let fresh: Vec<A> = cuts
+                .iter()
+                .map(|cs| {
+                    let mut a = make();
+                    for c in cs {
+                        a.cut(&name, *c);
+                    }
+                    a
+                })
+                .collect();
             let accs: Vec<A> = if batch.len() == 1 {
                 let (b, first) = &batch[0];
                 fresh
@@ -107,6 +134,9 @@ where
                 consume(&name, a)?;
             }
             spare.extend(batch.into_iter().map(|(b, _)| b));
+            if broken {
+                break;
+            }
         }
     }
     Ok(())

@@ -17,6 +17,7 @@ fn report_of(name: &str, data: &[u8], block_size: usize, engine: &Engine) -> Str
         block_size,
         threads: 2,
         progress: false,
+        ..Options::blocks_of(block_size)
     };
     let r = lpa::cli::analyze(&mut sources, &opts, engine).unwrap();
     serde_json::to_string_pretty(&r).unwrap()

@@ -231,9 +231,16 @@ fn lpa_stdin<S: AsRef<OsStr>>(args: &[S], stdin: &[u8]) -> Run {
 }
 
 /// Lines as `lpa` counts them: every `\n`, plus an unterminated last line.
+/// LF, CRLF and a lone CR each end a line.
 fn count_lines(b: &[u8]) -> u64 {
-    let n = b.iter().filter(|c| **c == b'\n').count() as u64;
-    n + u64::from(!b.is_empty() && !b.ends_with(b"\n"))
+    let lone_cr = b
+        .windows(2)
+        .filter(|w| w[0] == b'\r' && w[1] != b'\n')
+        .count();
+    let n = b.iter().filter(|c| **c == b'\n').count() + lone_cr;
+    // An unfinished last line, or a CR at the very end (which `windows`
+    // never sees).
+    n as u64 + u64::from(!b.is_empty() && !b.ends_with(b"\n"))
 }
 
 fn ids(report: &Value) -> Vec<String> {

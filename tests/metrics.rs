@@ -159,6 +159,7 @@ mod blocks {
             block_size,
             threads: 2,
             progress: false,
+            ..Options::blocks_of(block_size)
         };
         let r = lpa::cli::analyze(&mut sources, &opts, engine).unwrap();
         serde_json::to_string(&r).unwrap()

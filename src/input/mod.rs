@@ -9,18 +9,21 @@ pub mod wrap;
 
 use anyhow::{bail, Context, Result};
 use flate2::read::MultiGzDecoder;
-use memchr::{memchr, memchr_iter, memrchr};
+use memchr::{memchr, memchr2, memchr_iter, memrchr};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-/// One named input.
+/// One named input. A file is opened when it is first read and closed at
+/// its end, so any number of inputs needs one descriptor at a time.
 pub struct Source {
     /// The name evidence lines cite (`-` reads as `stdin`).
     pub name: String,
     /// Bytes to read, when known (plain files), for progress.
     pub size: Option<u64>,
-    reader: Box<dyn Read + Send>,
+    reader: Option<Box<dyn Read + Send>>,
+    /// The file to open on the first read.
+    path: Option<PathBuf>,
 }
 
 impl Source {
@@ -28,49 +31,86 @@ impl Source {
         Source {
             name: name.to_string(),
             size: None,
-            reader: Box::new(reader),
+            reader: Some(Box::new(reader)),
+            path: None,
         }
     }
 
     /// Reads everything that is left (tickets are read whole).
     pub fn read_to_end(&mut self, buf: &mut Vec<u8>) -> Result<()> {
-        self.reader
-            .read_to_end(buf)
-            .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", self.name))?;
+        let r = self.reader()?.read_to_end(buf);
+        r.map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", self.name))?;
+        self.close();
         Ok(())
     }
 
+    /// Opens the file now, with the error naming it; the size is known when
+    /// it is not gzip.
     fn open_file(path: &Path) -> Result<Source> {
-        let f = File::open(path).map_err(|e| describe(path, e))?;
+        let mut f = File::open(path).map_err(|e| describe(path, e))?;
         let len = f.metadata().ok().map(|m| m.len());
-        Ok(Source::sniffed(&path.display().to_string(), f, len))
+        let mut magic = [0u8; 2];
+        let gz = f.read_exact(&mut magic).is_ok() && magic == GZIP_MAGIC;
+        Ok(Source {
+            name: path.display().to_string(),
+            size: if gz { None } else { len },
+            reader: None,
+            path: Some(path.to_path_buf()),
+        })
     }
 
     /// Standard input (`kubectl logs … | gzip | lpa` works too).
     pub fn stdin() -> Source {
-        Source::sniffed("stdin", io::stdin(), None)
+        Source::from_reader("stdin", sniffed(io::stdin()))
     }
 
-    /// A source that is gunzipped when it starts with gzip's magic bytes,
-    /// whatever its name.
-    fn sniffed(name: &str, inner: impl Read + Send + 'static, len: Option<u64>) -> Source {
-        let mut r = BufReader::with_capacity(1 << 16, inner);
-        // A read error here shows again, with the source's name, on the
-        // first real read.
-        let gz = r
-            .fill_buf()
-            .map(|b| b.starts_with(&[0x1f, 0x8b]))
-            .unwrap_or(false);
-        let reader: Box<dyn Read + Send> = if gz {
-            Box::new(MultiGzDecoder::new(r))
-        } else {
-            Box::new(r)
-        };
-        Source {
-            name: name.to_string(),
-            size: if gz { None } else { len },
-            reader,
+    fn reader(&mut self) -> Result<&mut Box<dyn Read + Send>> {
+        if self.reader.is_none() {
+            self.reader = Some(match self.path.take() {
+                Some(p) => Box::new(sniffed(File::open(&p).map_err(|e| describe(&p, e))?)),
+                None => Box::new(io::empty()),
+            });
         }
+        Ok(self.reader.as_mut().expect("opened above"))
+    }
+
+    /// Read to the end: its descriptor is released for the next input.
+    fn close(&mut self) {
+        self.reader = Some(Box::new(io::empty()));
+        self.path = None;
+    }
+}
+
+static READ_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// An input broke off with a read error (a truncated `.gz`): reported on
+/// stderr, and the run goes on with the other inputs.
+pub fn read_failed() -> bool {
+    READ_FAILED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Tells on stderr which input broke off, and after how much of it.
+pub fn report_read_error(e: &anyhow::Error, lines: u64) {
+    READ_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
+    eprintln!("lpa: {e:#}; {lines} lines of it were read and are reported, with the other inputs");
+}
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// A reader that is gunzipped when it starts with gzip's magic bytes,
+/// whatever its name.
+fn sniffed(inner: impl Read + Send + 'static) -> Box<dyn Read + Send> {
+    let mut r = BufReader::with_capacity(1 << 16, inner);
+    // A read error here shows again, with the source's name, on the
+    // first real read.
+    let gz = r
+        .fill_buf()
+        .map(|b| b.starts_with(&GZIP_MAGIC))
+        .unwrap_or(false);
+    if gz {
+        Box::new(MultiGzDecoder::new(r))
+    } else {
+        Box::new(r)
     }
 }
 
@@ -176,16 +216,43 @@ pub fn count_lines(block: &[u8]) -> u64 {
     n + u64::from(!block.is_empty() && !block.ends_with(b"\n"))
 }
 
+/// Bytes of one line read by default; the rest of a longer line is skipped
+/// (counted, never buffered), so a line costs bounded time and memory.
+pub const DEFAULT_MAX_LINE: usize = 2 << 20;
+
+/// A line longer than the maximum: its number and the bytes not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    pub line: u64,
+    pub dropped: u64,
+}
+
 /// A source cut into blocks of whole lines of about `size` bytes, never
 /// inside a multi-line record. Where a block ends depends on the input and
-/// `size` alone, never on the thread count, so neither do results.
+/// `size` alone, never on the thread count, so neither do results. A lone
+/// CR ends a line like LF (old Mac files, progress output); CRLF stays one
+/// line end.
 pub struct Blocks<'s> {
     src: &'s mut Source,
     size: usize,
+    max_line: usize,
     /// The lines read past the last cut, which start the next block.
     carry: Vec<u8>,
     line_no: u64,
     eof: bool,
+    /// Bytes of the buffer checked for line ends.
+    scanned: usize,
+    /// Where the buffer's last (unfinished) line starts.
+    line_start: usize,
+    /// Lines cut so far, of this block and of the carry.
+    pending_cuts: Vec<Cut>,
+    /// The cuts in the block last returned.
+    block_cuts: Vec<Cut>,
+    /// The number of the line being scanned, and its bytes dropped so far.
+    read_line: u64,
+    dropped: u64,
+    /// A read error, told after the block read before it.
+    error: Option<anyhow::Error>,
 }
 
 impl<'s> Blocks<'s> {
@@ -193,15 +260,42 @@ impl<'s> Blocks<'s> {
         Blocks {
             src,
             size: size.max(1),
+            max_line: DEFAULT_MAX_LINE,
             carry: Vec::new(),
             line_no: 1,
             eof: false,
+            scanned: 0,
+            line_start: 0,
+            pending_cuts: Vec::new(),
+            block_cuts: Vec::new(),
+            read_line: 1,
+            dropped: 0,
+            error: None,
         }
     }
 
+    /// Reads at most `n` bytes of any line.
+    pub fn max_line(mut self, n: usize) -> Self {
+        self.max_line = n.max(1);
+        self
+    }
+
+    /// The lines returned so far.
+    pub fn lines_read(&self) -> u64 {
+        self.line_no - 1
+    }
+
+    /// The lines cut in the block `next_into` returned last.
+    pub fn cuts(&self) -> &[Cut] {
+        &self.block_cuts
+    }
+
     /// Fills `buf` with the next block and returns the number of its first
-    /// line; `None` at the end. A line longer than `size` grows the block.
+    /// line; `None` at the end.
     pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
         buf.clear();
         buf.append(&mut self.carry);
         let mut want = self.size;
@@ -217,39 +311,117 @@ impl<'s> Blocks<'s> {
                 // No line here starts a record, so one may still be running
                 // (a panic's trace): read on, up to a few blocks.
                 None if buf.len() < 4 * self.size => {
-                    checked = memrchr(b'\n', buf).map_or(0, |i| i + 1);
+                    checked = self.line_start;
                     want = buf.len() + self.size;
                 }
-                None => break memrchr(b'\n', buf).map_or(buf.len(), |i| i + 1),
+                None if self.line_start == 0 => break buf.len(),
+                None => break self.line_start,
             }
         };
+        // The carry was scanned as it was read (but for an undecided CR).
         self.carry.extend_from_slice(&buf[cut..]);
         buf.truncate(cut);
+        self.scanned = self.scanned.saturating_sub(cut);
+        self.line_start = self.line_start.saturating_sub(cut);
         if buf.is_empty() {
             return Ok(None);
         }
         let first = self.line_no;
         self.line_no += count_lines(buf);
+        let next = self.line_no;
+        self.block_cuts.clear();
+        self.block_cuts
+            .extend(self.pending_cuts.iter().filter(|c| c.line < next).copied());
+        self.pending_cuts.retain(|c| c.line >= next);
         Ok(Some(first))
     }
 
-    /// Reads until `buf` holds `want` bytes and a newline, or the end.
+    /// Reads until `buf` holds `want` bytes and a line end, or the end.
     fn fill(&mut self, buf: &mut Vec<u8>, want: usize) -> Result<()> {
-        while !self.eof && (buf.len() < want || memrchr(b'\n', buf).is_none()) {
+        while !self.eof && (buf.len() < want || self.line_start == 0) {
             let old = buf.len();
             // Up to `want`; past it, in steps, until a line ends.
             let limit = if old < want { want - old } else { 1 << 16 };
-            // read_to_end on a bounded reader appends without zero-filling.
-            let n = loop {
-                match (&mut self.src.reader).take(limit as u64).read_to_end(buf) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(anyhow::anyhow!("cannot read '{}': {e}", self.src.name)),
-                }
-            };
-            self.eof = n == 0;
+            self.eof = self.read(buf, limit)? == 0;
+            self.scan(buf);
         }
         Ok(())
+    }
+
+    /// Appends up to `limit` bytes; the number read.
+    fn read(&mut self, buf: &mut Vec<u8>, limit: usize) -> Result<usize> {
+        loop {
+            // read_to_end on a bounded reader appends without zero-filling.
+            match self.src.reader()?.take(limit as u64).read_to_end(buf) {
+                Ok(0) => {
+                    self.src.close();
+                    return Ok(0);
+                }
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // What was read before it is returned as the last block;
+                // the error comes on the next call.
+                Err(e) => {
+                    self.error = Some(anyhow::anyhow!("cannot read '{}': {e}", self.src.name));
+                    self.src.close();
+                    return Ok(0);
+                }
+            }
+        }
+    }
+
+    /// Finds the line ends in what was read since the last scan (a lone CR
+    /// becomes LF) and drops, in place, what any line holds past the
+    /// maximum: one pass over each byte read, however long the lines.
+    fn scan(&mut self, buf: &mut Vec<u8>) {
+        let len = buf.len();
+        let (mut r, mut w) = (self.scanned, self.scanned);
+        loop {
+            let end = memchr2(b'\n', b'\r', &buf[r..]).map_or(len, |k| r + k);
+            // A CR is a line end unless LF follows; at the end of what was
+            // read, the next read decides.
+            let pending_cr = end + 1 == len && buf[end] == b'\r' && !self.eof;
+            let line_end =
+                end < len && !pending_cr && (buf[end] == b'\n' || buf.get(end + 1) != Some(&b'\n'));
+            let seg = if line_end || end == len || pending_cr {
+                end
+            } else {
+                end + 1
+            };
+            let room = (self.line_start + self.max_line).saturating_sub(w);
+            let keep = room.min(seg - r);
+            buf.copy_within(r..r + keep, w);
+            w += keep;
+            self.dropped += (seg - r - keep) as u64;
+            r = seg;
+            if line_end {
+                buf[w] = b'\n';
+                w += 1;
+                r += 1;
+                self.end_line();
+                self.line_start = w;
+            } else if r == len || pending_cr {
+                break;
+            }
+        }
+        if self.eof && self.dropped > 0 {
+            self.end_line();
+        }
+        // An undecided CR stays unscanned, right after what was kept.
+        buf.copy_within(r..len, w);
+        buf.truncate(w + (len - r));
+        self.scanned = w;
+    }
+
+    /// The line being scanned ends: told as cut if bytes of it were dropped.
+    fn end_line(&mut self) {
+        if self.dropped > 0 {
+            self.pending_cuts.push(Cut {
+                line: self.read_line,
+                dropped: std::mem::take(&mut self.dropped),
+            });
+        }
+        self.read_line += 1;
     }
 }
 

@@ -109,20 +109,34 @@ pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     Some(())
 }
 
+/// Objects nested deeper than this inside a member are kept as their JSON
+/// text: no log pipeline nests dotted keys this deep, and each level is
+/// parsed again, so the depth bounds the work per line.
+const MAX_DEPTH: usize = 8;
+
 /// Hands each member to `out` with nested objects flattened back to dotted
 /// keys (`{"client":{"addr":…}}` → `client.addr`), as log pipelines re-nest
-/// them.
+/// them. Iterative, with a stack of at most `MAX_DEPTH` objects: the input
+/// never decides how deep this recurses.
 fn flatten<'a>(prefix: Option<&str>, obj: &Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
-    for (k, v) in &obj.0 {
-        let key = match prefix {
-            None => k.clone(),
+    // (key prefix, members, next member)
+    let mut stack: Vec<(Option<String>, Members<'a>, usize)> =
+        vec![(prefix.map(str::to_string), Members(obj.0.clone()), 0)];
+    while let Some((p, m, i)) = stack.last_mut() {
+        let Some((k, v)) = m.0.get(*i).cloned() else {
+            stack.pop();
+            continue;
+        };
+        *i += 1;
+        let key: Str<'a> = match p {
+            None => k,
             Some(p) => Cow::Owned(format!("{p}.{k}")),
         };
-        match Some(v)
-            .filter(|v| v.get().starts_with('{'))
-            .and_then(|v| members(v))
-        {
-            Some(inner) => flatten(Some(&key), &inner, out),
+        let inner = Some(v)
+            .filter(|v| v.get().starts_with('{') && stack.len() <= MAX_DEPTH)
+            .and_then(members);
+        match inner {
+            Some(inner) => stack.push((Some(key.into_owned()), inner, 0)),
             None => out(key, scalar(v)),
         }
     }

@@ -74,6 +74,13 @@ impl Report {
                     .to_string(),
             );
         }
+        if stats.cut_lines > 0 {
+            notes.push(format!(
+                "{} {}: what they hold past it is not read.",
+                stats.cut_lines,
+                crate::report::summary::CUT_NOTE
+            ));
+        }
         if stats.proxy_events > 0 && !stats.has_debug() && findings.iter().any(|f| !f.benign) {
             notes.push(format!(
                 "Only INFO and above were logged: connect errors and TLS details are DEBUG lines. \

@@ -192,6 +192,19 @@ fn event_out<'r, 'e>(source: &'r str, e: &'r Event<'e>) -> EventOut<'r, 'e> {
     }
 }
 
+/// A line longer than `--max-line`: `{"kind":"cut","source":…,"line":N,"dropped":BYTES}`,
+/// after the record read from its first bytes.
+pub fn write_cut(out: &mut Vec<u8>, source: &str, cut: crate::input::Cut) {
+    let doc = serde_json::json!({
+        "kind": "cut",
+        "source": source,
+        "line": cut.line,
+        "dropped": cut.dropped,
+    });
+    out.extend_from_slice(doc.to_string().as_bytes());
+    out.push(b'\n');
+}
+
 /// Appends the record as one JSON line to `out`.
 pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
     let r = match rec {

@@ -135,6 +135,8 @@ pub struct Summary {
     pub seconds: BTreeMap<i64, (u64, u64)>,
     pub seconds_are_wall: bool,
     pub unknown: BTreeMap<String, Kind>,
+    /// Lines longer than `--max-line`, read cut.
+    pub cut_lines: u64,
     #[serde(skip)]
     pub era: EraVote,
     /// Metrics snapshots, reduced to the metrics section's tables.
@@ -383,7 +385,14 @@ impl SummaryAcc<'_> {
     }
 }
 
+/// What a count of cut lines means.
+pub const CUT_NOTE: &str = "lines longer than --max-line were read only up to it";
+
 impl Accumulator for SummaryAcc<'_> {
+    fn cut(&mut self, _: &str, _: crate::input::Cut) {
+        self.summary.cut_lines += 1;
+    }
+
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         match rec {
             Record::Event(ev) if ev.metric.is_some() => self.metric(source, ev),
@@ -424,6 +433,7 @@ impl Summary {
         self.lines += o.lines;
         self.events += o.events;
         self.unparsed += o.unparsed;
+        self.cut_lines += o.cut_lines;
         for (k, v) in o.producers {
             *self.producers.entry(k).or_insert(0) += v;
         }
@@ -568,6 +578,12 @@ pub struct Overview<'a> {
     pub containers: &'a BTreeMap<String, u64>,
     pub uptime: Option<(f64, f64)>,
     pub wall_clock: Option<(String, String)>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cut_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Serialize)]
@@ -663,6 +679,7 @@ impl Summary {
                 containers: &self.containers,
                 uptime: self.uptime,
                 wall_clock: self.wall.clone(),
+                cut_lines: self.cut_lines,
             },
             error_kinds: top(&self.error_kinds, n, |k| k.count)
                 .into_iter()
@@ -796,6 +813,9 @@ pub fn human(s: &Summary, n: usize, st: &Style) -> String {
         ]);
     }
     let _ = writeln!(o, "{t}");
+    if ov.cut_lines > 0 {
+        let _ = writeln!(o, "cut:       {} {}", ov.cut_lines, CUT_NOTE);
+    }
     let _ = writeln!(o, "producers: {}", join_counts(ov.producers, 12));
     let _ = writeln!(o, "levels:    {}", join_counts(ov.levels, 5));
     if let Some(e) = ov.era {
@@ -973,6 +993,9 @@ pub fn markdown(s: &Summary, n: usize) -> String {
     );
     if let Some(e) = ov.era {
         let _ = writeln!(o, "Log format of Linkerd {e}.");
+    }
+    if ov.cut_lines > 0 {
+        let _ = writeln!(o, "\n{} {}.", ov.cut_lines, CUT_NOTE);
     }
     if !d.error_kinds.is_empty() {
         let _ = writeln!(

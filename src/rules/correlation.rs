@@ -205,6 +205,8 @@ pub struct Stats {
     /// Lines of metrics exposition text, and the samples among them.
     pub metric_lines: u64,
     pub samples: u64,
+    /// Lines longer than `--max-line`, read cut.
+    pub cut_lines: u64,
 }
 
 impl Stats {
@@ -216,6 +218,7 @@ impl Stats {
             self.levels[i] += o.levels[i];
         }
         self.proxy_events += o.proxy_events;
+        self.cut_lines += o.cut_lines;
         self.linkerd_lines += o.linkerd_lines;
         self.known += o.known;
         self.checks.0 += o.checks.0;
@@ -684,6 +687,10 @@ impl<'e> State<'e> {
 }
 
 impl Accumulator for State<'_> {
+    fn cut(&mut self, _: &str, _: crate::input::Cut) {
+        self.stats.cut_lines += 1;
+    }
+
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         self.stats.see_source(source);
         match rec {
