@@ -395,8 +395,8 @@ fn hang(s: &str, first: usize, rest: usize) -> Vec<String> {
 }
 
 /// `s` cut at spaces into pieces of at most `first`, then `rest`,
-/// characters (mid-word only where a word is longer): unlike [`wrap`], a
-/// log line keeps its own spacing.
+/// characters (a longer word stands alone, whole, to be copied): unlike
+/// [`wrap`], a log line keeps its own spacing.
 fn break_at_spaces(s: &str, first: usize, rest: usize) -> Vec<&str> {
     let mut out = Vec::new();
     let mut s = s;
@@ -406,11 +406,15 @@ fn break_at_spaces(s: &str, first: usize, rest: usize) -> Vec<&str> {
             out.push(s);
             return out;
         };
-        let cut = s[..end].rfind(' ').filter(|&i| i > 0);
-        let (piece, next) = match cut {
-            Some(i) => (&s[..i], &s[i + 1..]),
-            None => s.split_at(end),
+        let cut = s[..end]
+            .rfind(' ')
+            .filter(|&i| i > 0)
+            .or_else(|| s[end..].find(' ').map(|i| end + i));
+        let Some(i) = cut else {
+            out.push(s);
+            return out;
         };
+        let (piece, next) = (&s[..i], &s[i + 1..]);
         out.push(piece);
         s = next;
     }
@@ -440,6 +444,7 @@ mod tests {
             ]
         );
         let word = "x".repeat(50);
-        assert_eq!(break_at_spaces(&word, 20, 20).concat(), word);
+        let long = format!("a {word} b");
+        assert_eq!(break_at_spaces(&long, 20, 20), vec!["a", &word, "b"]);
     }
 }
