@@ -177,7 +177,7 @@ pub struct ReportArgs {
     /// Exit with status 1 when a finding of this severity or worse is reported.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
-    /// Print evidence lines in full instead of shortening long span stacks.
+    /// Print evidence lines as the log wrote them (JSON events raw), never shortened.
     #[arg(long, short)]
     pub verbose: bool,
     /// The namespace of the workload that wrote the log, for next commands where the log does not show it.
