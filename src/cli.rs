@@ -5,12 +5,14 @@ use crate::parse::{Level, Record};
 use crate::pipeline::{self, Accumulator};
 use crate::report::anonymize::Anonymizer;
 use crate::report::explain::{self, Report};
+use crate::report::human::{self, Layout};
 use crate::report::jsonl;
 use crate::report::style::{ColorChoice, Style};
 use crate::report::summary::{self, Summary, SummaryAcc};
 use crate::report::text;
+use crate::rules::window::{Bound, Window};
 use crate::rules::{self, command::Given, engine::Engine};
-use crate::{follow, triage};
+use crate::{follow, pager, triage};
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::{self, IsTerminal, Write};
@@ -58,6 +60,9 @@ pub struct Global {
     /// Read at most this much of one line (e.g. 512K, 4M); the rest of a longer line is skipped and counted.
     #[arg(long, global = true, value_name = "BYTES", default_value = "2M", value_parser = parse_bytes)]
     pub max_line: usize,
+    /// Never page human output (by default a terminal gets $LPA_PAGER, $PAGER or `less -FRX`).
+    #[arg(long, global = true)]
+    pub no_pager: bool,
 }
 
 /// `4096`, `512K`, `2M`, `1G` (powers of 1024).
@@ -139,7 +144,7 @@ pub enum Command {
         #[arg(long, value_enum)]
         by: Option<By>,
         /// Output format.
-        #[arg(long, value_enum, default_value = "human")]
+        #[arg(long, short = 'o', value_enum, default_value = "human")]
         format: Format,
     },
     /// Inspect, show and validate the knowledge base.
@@ -173,15 +178,27 @@ pub enum Command {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReportArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
+    #[arg(long, short = 'o', value_enum, default_value = "human")]
     pub format: Format,
+    /// Report only findings of this severity or worse.
+    #[arg(long, value_enum, value_name = "SEVERITY")]
+    pub min_severity: Option<MinSeverity>,
+    /// Hide a diagnosis id, or only its findings where a subject has VALUE (e.g. connect.timeout=10.42.0.7:8080). Repeatable.
+    #[arg(long, value_name = "ID[=VALUE]")]
+    pub suppress: Vec<explain::Suppress>,
+    /// Read only lines at or after this time: RFC 3339 (2024-05-01T10:00:00Z) where the log has wall-clock times, else proxy uptime (300s).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<Bound>,
+    /// Read only lines at or before this time (as --since).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<Bound>,
     /// Extra rules file (TOML); a rule with a built-in rule's name replaces it. Repeatable.
     #[arg(long = "rules", value_name = "FILE")]
     pub rules: Vec<PathBuf>,
     /// Exit with status 1 when a finding of this severity or worse is reported.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub fail_on: Option<FailOn>,
-    /// Print evidence lines in full instead of shortening long span stacks.
+    /// Print evidence lines as the log wrote them (JSON events raw), never shortened.
     #[arg(long, short)]
     pub verbose: bool,
     /// The namespace of the workload that wrote the log, for next commands where the log does not show it.
@@ -205,7 +222,33 @@ impl ReportArgs {
             self.workload.clone(),
         )
         .map_err(anyhow::Error::msg)?;
+        engine.window = Window {
+            since: self.since,
+            until: self.until,
+        };
         Ok(engine)
+    }
+
+    /// The findings the flags ask to see.
+    fn hide(&self, r: &mut Report) {
+        r.hide(self.min_severity.map(MinSeverity::as_str), &self.suppress);
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum MinSeverity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl MinSeverity {
+    fn as_str(self) -> &'static str {
+        match self {
+            MinSeverity::Info => "info",
+            MinSeverity::Warning => "warning",
+            MinSeverity::Critical => "critical",
+        }
     }
 }
 
@@ -273,17 +316,37 @@ pub enum Only {
     Unparsed,
 }
 
-/// Where command output goes: stdout, unless `--quiet`; anonymized on demand.
+/// Where command output goes: stdout or a pager, unless `--quiet`;
+/// anonymized on demand.
 struct Out {
     quiet: bool,
+    no_pager: bool,
     anon: Option<Anonymizer>,
+    pager: Option<std::process::Child>,
 }
 
 impl Out {
     fn new(g: &Global) -> Out {
         Out {
             quiet: g.quiet,
+            no_pager: g.no_pager,
             anon: g.anonymize.then(Anonymizer::default),
+            pager: None,
+        }
+    }
+
+    /// What follows goes through the pager, on a terminal.
+    fn page(&mut self) {
+        if !self.quiet && !self.no_pager && self.pager.is_none() {
+            self.pager = pager::spawn();
+        }
+    }
+
+    /// Waits for the pager, so the shell prompt returns after it quits.
+    fn finish(&mut self) {
+        if let Some(mut p) = self.pager.take() {
+            drop(p.stdin.take());
+            let _ = p.wait();
         }
     }
 
@@ -301,6 +364,10 @@ impl Out {
             Some(a) => a.apply(text),
             None => text.to_string(),
         };
+        if let Some(stdin) = self.pager.as_mut().and_then(|p| p.stdin.as_mut()) {
+            stdin.write_all(text.as_bytes())?;
+            return Ok(());
+        }
         let mut o = io::stdout().lock();
         o.write_all(text.as_bytes())?;
         o.flush()?;
@@ -424,7 +491,7 @@ fn cmd_explain(
     out: &mut Out,
 ) -> Result<i32> {
     let engine = args.engine()?;
-    let report = if follow_mode {
+    let mut report = if follow_mode {
         if files.len() > 1 {
             anyhow::bail!("--follow takes one file (or stdin), not {}", files.len());
         }
@@ -439,12 +506,21 @@ fn cmd_explain(
         let mut sources = input::open_all(files)?;
         analyze(&mut sources, opts, &engine)?
     };
+    args.hide(&mut report);
     let style = Style::for_stdout(g.color);
     match args.format {
         Format::Json => out.write(&(serde_json::to_string_pretty(&report)? + "\n"))?,
         Format::Markdown => out.write_doc(&explain::markdown(&report), false)?,
         Format::Human => {
-            out.write_doc(&explain::human(&report, &style, args.verbose), style.color)?
+            let lay = Layout {
+                width: crate::report::style::width(),
+                verbose: args.verbose,
+            };
+            // Follow mode has written its updates on stdout already.
+            if !follow_mode {
+                out.page();
+            }
+            out.write_doc(&human::human(&report, &style, &lay), style.color)?
         }
     }
     Ok(fail_status(&report, args.fail_on))
@@ -459,7 +535,8 @@ fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs, out: &mut Out) -> Resul
         name = src.name.clone();
         src.read_to_end(&mut text)?;
     }
-    let t = triage::triage(&name, &text, &engine);
+    let mut t = triage::triage(&name, &text, &engine);
+    args.hide(&mut t.report);
     match args.format {
         Format::Json => out.write(&(serde_json::to_string_pretty(&t)? + "\n"))?,
         Format::Markdown | Format::Human => out.write_doc(&triage::markdown(&t), false)?,
@@ -537,6 +614,9 @@ fn cmd_summarize(
     if format == Format::Json {
         out.write(&text)?;
     } else {
+        if format == Format::Human {
+            out.page();
+        }
         out.write_doc(&text, style.color && format == Format::Human)?;
     }
     Ok(0)
@@ -710,6 +790,7 @@ pub fn main() -> i32 {
         }
         Command::Man { command } => man_page(command.as_deref(), &mut out),
     };
+    out.finish();
     match result {
         // The other inputs were reported; the exit status tells of the one
         // that could not be read.

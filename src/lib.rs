@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod follow;
 pub mod input;
+pub mod pager;
 pub mod parse;
 pub mod pipeline;
 pub mod progress;

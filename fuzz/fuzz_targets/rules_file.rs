@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
     let engine = Engine::new(kb);
     let state = process_block("fuzz", SAMPLE, 1, engine.state());
     let report = state.finish(None);
-    let _ = lpa::report::explain::human(&report, &lpa::report::style::Style { color: false }, true);
+    let lay = lpa::report::human::Layout { width: 80, verbose: true };
+    let _ = lpa::report::human::human(&report, &lpa::report::style::Style { color: false }, &lay);
     let _ = lpa::report::explain::markdown(&report);
 });

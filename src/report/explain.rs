@@ -1,15 +1,13 @@
 //! The explain report: ranked findings, rendered for a terminal, as the JSON
 //! contract of spec/diagnoses.md, or as Markdown.
 
-use super::style::Style;
-use super::text::{self, clean, code, fenced};
+use super::text::{self, code, fenced};
 use crate::parse::typed::EraRange;
 use crate::parse::Era;
 use crate::rules::command::setup_line;
 use crate::rules::engine::{Finding, Stats, UnmatchedEntry};
 use crate::rules::unmatched::Unmatched;
 use serde::Serialize;
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
 #[derive(Debug, Clone, Serialize)]
@@ -21,6 +19,8 @@ pub struct InputSummary {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
+    /// The lpa that wrote the report (its rules are built in).
+    pub lpa_version: &'static str,
     pub findings: Vec<Finding>,
     pub input: InputSummary,
     /// The Linkerd release line the log's format points to; next commands
@@ -87,7 +87,14 @@ impl Report {
                  To see them, annotate the workload with `{DEBUG_ANNOTATION}` and restart it."
             ));
         }
+        if stats.outside > 0 {
+            notes.push(format!(
+                "{} outside --since/--until left out (a line without the bound's clock cannot be placed).",
+                if stats.outside == 1 { "1 line".to_string() } else { format!("{} lines", stats.outside) }
+            ));
+        }
         Report {
+            lpa_version: env!("CARGO_PKG_VERSION"),
             findings,
             input: InputSummary {
                 lines: stats.lines,
@@ -131,12 +138,71 @@ impl Report {
     }
 
     pub fn has_at_least(&self, sev: &str) -> bool {
-        let rank = |s: &str| match s {
-            "critical" => 2,
-            "warning" => 1,
-            _ => 0,
-        };
         self.findings.iter().any(|f| rank(f.severity) >= rank(sev))
+    }
+
+    /// Drops the findings below `min` and those `--suppress` names, and
+    /// says how many were hidden.
+    pub fn hide(&mut self, min: Option<&str>, suppress: &[Suppress]) {
+        let before = self.findings.len();
+        self.findings.retain(|f| {
+            min.is_none_or(|m| rank(f.severity) >= rank(m)) && !suppress.iter().any(|s| s.covers(f))
+        });
+        let hidden = before - self.findings.len();
+        if hidden > 0 {
+            let what = if hidden == 1 {
+                "1 finding"
+            } else {
+                &format!("{hidden} findings")
+            };
+            self.notes
+                .push(format!("{what} hidden by --min-severity or --suppress."));
+        }
+    }
+}
+
+fn rank(s: &str) -> u8 {
+    match s {
+        "critical" => 2,
+        "warning" => 1,
+        _ => 0,
+    }
+}
+
+/// `--suppress ID[=SUBJECT]`: a diagnosis id, everywhere or only where one
+/// of its subjects (a destination, a client, a port…) has that value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suppress {
+    pub id: String,
+    pub subject: Option<String>,
+}
+
+impl std::str::FromStr for Suppress {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Suppress, String> {
+        let (id, subject) = match s.split_once('=') {
+            Some((id, v)) => (id, Some(v.to_string())),
+            None => (s, None),
+        };
+        if !crate::rules::IDS.contains(&id) {
+            return Err(format!(
+                "no diagnosis id '{id}' (`lpa rules list` shows them)"
+            ));
+        }
+        Ok(Suppress {
+            id: id.to_string(),
+            subject,
+        })
+    }
+}
+
+impl Suppress {
+    fn covers(&self, f: &Finding) -> bool {
+        f.id == self.id
+            && self
+                .subject
+                .as_ref()
+                .is_none_or(|v| f.subjects.values().flatten().any(|x| x == v))
     }
 }
 
@@ -154,134 +220,9 @@ pub fn elide(s: &str, max: usize) -> String {
     format!("{h}…{t}")
 }
 
-pub fn human(r: &Report, st: &Style, verbose: bool) -> String {
-    let mut o = String::new();
-    let width = if verbose { usize::MAX } else { 180 };
-    let _ = writeln!(
-        o,
-        "{} {} lines, {} events, {} unparsed{}",
-        st.bold("lpa explain:"),
-        r.input.lines,
-        r.input.events,
-        r.input.unparsed,
-        r.era_text()
-            .map(|e| format!(", log format of Linkerd {e}"))
-            .unwrap_or_default()
-    );
-    if r.findings.is_empty() {
-        if r.unmatched.is_empty() {
-            let _ = writeln!(o, "\nNo known problem found in these lines.");
-        } else {
-            let _ = writeln!(
-                o,
-                "\nNo known problem found, but the input holds warnings or errors lpa has no rule for (below)."
-            );
-        }
-    }
-    for (i, f) in r.findings.iter().enumerate() {
-        let sev = match f.severity {
-            "critical" => st.red(&f.severity.to_uppercase()),
-            "warning" => st.yellow(&f.severity.to_uppercase()),
-            _ => st.dim(&f.severity.to_uppercase()),
-        };
-        let benign = if f.benign { " (benign)" } else { "" };
-        let _ = writeln!(
-            o,
-            "\n{}. {sev}{benign} {}  {}",
-            i + 1,
-            st.bold(&f.id),
-            clean(&f.title)
-        );
-        let _ = writeln!(
-            o,
-            "   {} lines, confidence {:.0}%{}{}",
-            f.count,
-            f.confidence * 100.0,
-            f.first_seen
-                .as_ref()
-                .map(|s| format!(", first {}", clean(s)))
-                .unwrap_or_default(),
-            f.last_seen
-                .as_ref()
-                .filter(|l| Some(*l) != f.first_seen.as_ref())
-                .map(|s| format!(", last {}", clean(s)))
-                .unwrap_or_default()
-        );
-        for line in wrap(&f.explanation, 100) {
-            let _ = writeln!(o, "   {}", clean(&line));
-        }
-        if !f.subjects.is_empty() {
-            let subj: Vec<String> = f
-                .subjects
-                .iter()
-                .map(|(k, v)| {
-                    let shown: Vec<Cow<'_, str>> = v.iter().take(6).map(|s| clean(s)).collect();
-                    let more = if v.len() > 6 {
-                        format!(" (+{})", v.len() - 6)
-                    } else {
-                        String::new()
-                    };
-                    format!("{k}: {}{more}", shown.join(", "))
-                })
-                .collect();
-            let _ = writeln!(o, "   {} {}", st.dim("subjects:"), subj.join("; "));
-        }
-        let _ = writeln!(o, "   {}", st.dim("evidence:"));
-        for e in &f.evidence {
-            for (k, line) in e.text.lines().enumerate() {
-                let loc = if k == 0 {
-                    format!("{}:{}", clean(&e.source), e.line)
-                } else {
-                    String::new()
-                };
-                let _ = writeln!(o, "     {} {}", st.dim(&loc), clean(&elide(line, width)));
-            }
-        }
-        if !f.consequences.is_empty() {
-            let _ = writeln!(
-                o,
-                "   {}",
-                st.dim("consequences (explained by this cause):")
-            );
-            for c in &f.consequences {
-                let _ = writeln!(o, "     - {} {} ({} lines)", c.id, clean(&c.title), c.count);
-                for e in &c.evidence {
-                    let _ = writeln!(
-                        o,
-                        "       {} {}",
-                        st.dim(&format!("{}:{}", clean(&e.source), e.line)),
-                        clean(&elide(&e.text, width))
-                    );
-                }
-            }
-        }
-        for n in &f.notes {
-            let _ = writeln!(o, "   {} {}", st.yellow("note:"), clean(n));
-        }
-        if !f.next_commands.is_empty() {
-            let _ = writeln!(o, "   {}", st.dim("next:"));
-            if let Some(l) = setup_line(&f.next_commands) {
-                let _ = writeln!(o, "     {}", st.dim(&l));
-            }
-            for c in &f.next_commands {
-                let _ = writeln!(o, "     {} {}", st.green("$"), c.command);
-                let _ = writeln!(o, "       {}", st.dim(&clean(&c.why)));
-            }
-        }
-        if let Some(d) = &f.doc {
-            let _ = writeln!(o, "   {} {d}", st.dim("docs:"));
-        }
-    }
-    unmatched_human(&mut o, r, st, width);
-    for n in &r.notes {
-        let _ = writeln!(o, "\n{} {n}", st.yellow("note:"));
-    }
-    o
-}
-
 /// Templates of unplaced warnings shown: fewer when findings explain the
 /// input already.
-fn unmatched_shown(r: &Report) -> usize {
+pub fn unmatched_shown(r: &Report) -> usize {
     if r.findings.iter().any(|f| !f.benign) {
         5
     } else {
@@ -303,38 +244,6 @@ pub fn collect_next(r: &Report) -> Vec<String> {
             .into(),
     );
     v
-}
-
-fn unmatched_human(o: &mut String, r: &Report, st: &Style, width: usize) {
-    if r.unmatched.is_empty() {
-        return;
-    }
-    let _ = writeln!(
-        o,
-        "\n{}",
-        st.bold("Warnings and errors lpa has no rule for:")
-    );
-    let shown = unmatched_shown(r);
-    for e in r.unmatched.iter().take(shown) {
-        let lvl = e
-            .level
-            .map_or("line".to_string(), |l| l.as_str().to_uppercase());
-        let _ = writeln!(o, "  {}× {lvl} {}", e.count, clean(&e.template));
-        let _ = writeln!(
-            o,
-            "     {} {}",
-            st.dim(&format!("{}:{}", clean(&e.example.source), e.example.line)),
-            clean(&elide(&e.example.text, width))
-        );
-    }
-    let more = r.unmatched.len().saturating_sub(shown) as u64 + r.unmatched_more;
-    if more > 0 {
-        let _ = writeln!(o, "  … and {more} more (`lpa summarize` lists them all)");
-    }
-    let _ = writeln!(o, "  {}", st.dim("to place them, collect:"));
-    for c in collect_next(r) {
-        let _ = writeln!(o, "   - {c}");
-    }
 }
 
 pub fn markdown(r: &Report) -> String {
@@ -450,22 +359,4 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
     if let Some(d) = &f.doc {
         let _ = writeln!(o, "Docs: {d}\n");
     }
-}
-
-fn wrap(s: &str, width: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for para in s.split('\n') {
-        let mut line = String::new();
-        for w in para.split_whitespace() {
-            if !line.is_empty() && line.len() + 1 + w.len() > width {
-                out.push(std::mem::take(&mut line));
-            }
-            if !line.is_empty() {
-                line.push(' ');
-            }
-            line.push_str(w);
-        }
-        out.push(line);
-    }
-    out
 }

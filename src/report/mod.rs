@@ -2,7 +2,9 @@
 //! reports of the other commands.
 
 pub mod anonymize;
+pub mod evidence;
 pub mod explain;
+pub mod human;
 pub mod jsonl;
 pub mod metrics_summary;
 pub mod style;

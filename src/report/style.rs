@@ -50,3 +50,27 @@ impl Style {
         self.paint("32", s)
     }
 }
+
+/// The columns to lay human output out in: `COLUMNS`, else the width of
+/// the terminal on stdout, else 80 (a pipe or a file).
+pub fn width() -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return n.max(40);
+    }
+    terminal_width().unwrap_or(80).max(40)
+}
+
+fn terminal_width() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    // SAFETY: TIOCGWINSZ writes a `winsize` into the struct it is given
+    // and nothing else; a failure leaves it zeroed.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    (ok && ws.ws_col > 0).then_some(usize::from(ws.ws_col))
+}

@@ -207,6 +207,8 @@ pub struct Stats {
     pub samples: u64,
     /// Lines longer than `--max-line`, read cut.
     pub cut_lines: u64,
+    /// Records outside `--since`/`--until`.
+    pub outside: u64,
 }
 
 impl Stats {
@@ -225,6 +227,7 @@ impl Stats {
         self.checks.1 += o.checks.1;
         self.metric_lines += o.metric_lines;
         self.samples += o.samples;
+        self.outside += o.outside;
         for (k, n) in &o.foreign {
             *self.foreign.entry(*k).or_insert(0) += n;
         }
@@ -693,6 +696,10 @@ impl Accumulator for State<'_> {
 
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         self.stats.see_source(source);
+        if !self.engine.window.admits(rec) {
+            self.stats.outside += 1;
+            return;
+        }
         match rec {
             Record::Event(ev) if ev.metric.is_some() => self.observe_metric(source, ev),
             Record::Event(ev) => self.observe(source, ev),
@@ -836,6 +843,7 @@ fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -> Evidence 
         line,
         text: text.to_string(),
         kind,
+        parts: how.event().and_then(crate::report::evidence::parts),
     }
 }
 

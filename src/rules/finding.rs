@@ -4,6 +4,7 @@
 pub use super::command::Command;
 use super::{Role, Severity};
 use crate::parse::Event;
+use crate::report::evidence::Parts;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,6 +24,9 @@ pub struct Evidence {
     /// snapshot).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'static str>,
+    /// The line cut for a terminal, where it has a span stack to shorten.
+    #[serde(skip)]
+    pub parts: Option<Parts>,
 }
 
 /// Counts of distinct values, capped.
@@ -115,6 +119,12 @@ pub struct Finding {
     pub first_seen: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_seen: Option<String>,
+    /// The same times as numbers, seconds of the proxy's uptime, where the
+    /// lines carry it (`first_seen` may be wall-clock time instead).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_uptime: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_uptime: Option<f64>,
     pub evidence: Vec<Evidence>,
     pub next_commands: Vec<Command>,
     #[serde(skip_serializing_if = "Option::is_none")]

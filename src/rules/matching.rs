@@ -53,6 +53,8 @@ pub struct Engine {
     era_cues: Vec<EraCue>,
     /// What the command line fills in next commands when the log cannot.
     pub given: Given,
+    /// `--since`/`--until`: lines outside are counted, not read.
+    pub window: super::window::Window,
     /// The metric rules, which read snapshots instead of lines.
     pub(super) metrics: Program,
 }
@@ -164,6 +166,7 @@ impl Engine {
             era_prefilter,
             era_cues,
             given: Given::default(),
+            window: Default::default(),
         }
     }
 

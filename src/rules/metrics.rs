@@ -265,6 +265,7 @@ impl Group<'_> {
                 line: l.line,
                 text: l.text.clone(),
                 kind: Some("metric"),
+                parts: None,
             })
             .collect();
         acc.count = acc.count.max(1);

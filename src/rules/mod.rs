@@ -18,6 +18,7 @@ pub mod snapshot;
 pub mod unmatched;
 pub mod values;
 mod verdict;
+pub mod window;
 
 pub use load::{built_in, load, parse_rules, RuleError, BUILT_IN};
 pub use schema::*;

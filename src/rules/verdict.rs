@@ -340,6 +340,8 @@ fn new_finding(rules: &[&Rule], acc: Acc, era: Era, stats: &Stats, given: &Given
         sources: acc.proxies.iter().cloned().collect(),
         first_seen: acc.first.display(),
         last_seen: acc.last.display(),
+        first_uptime: acc.first.uptime,
+        last_uptime: acc.last.uptime,
         evidence: acc
             .evidence
             .into_iter()
