@@ -229,7 +229,13 @@ mod blocks {
         fn arbitrary_bytes_never_crash(data in prop::collection::vec(any::<u8>(), 0..2000)) {
             let engine = engine();
             let (events, unparsed) = input_counts(&data, engine);
-            prop_assert!(events + unparsed <= lpa::input::count_lines(&data));
+            // The reader ends a line at a lone CR too.
+            let lf: Vec<u8> = data
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| if b == b'\r' && data.get(i + 1) != Some(&b'\n') { b'\n' } else { b })
+                .collect();
+            prop_assert!(events + unparsed <= lpa::input::count_lines(&lf));
         }
     }
 
