@@ -7,7 +7,7 @@
 //! (c) reading the input in blocks (as the parallel pipeline does) does not
 //!     change the records.
 
-use lpa::input::{count_lines, Blocks, Source};
+use lpa::input::{count_lines, Blocks, Cut, Source};
 use lpa::parse::Record;
 use lpa::pipeline::{process_block, Accumulator};
 use proptest::prelude::*;
@@ -70,21 +70,37 @@ fn run(input: &[u8]) -> Vec<Rec> {
 
 /// The input cut by `Blocks` into blocks of about `size` bytes, each block
 /// tokenized on its own (as the pipeline does), and the blocks' first lines.
+/// The reader ends a line at a lone CR too, so its records tile the lines
+/// it counts, not `count_lines` of the raw input.
 fn run_blocks(input: &[u8], size: usize) -> (Vec<Rec>, Vec<u64>) {
-    let mut src = Source::from_reader("prop", std::io::Cursor::new(input.to_vec()));
-    let mut blocks = Blocks::new(&mut src, size);
-    let mut buf = Vec::new();
-    let (mut recs, mut firsts) = (Vec::new(), Vec::new());
-    while let Some(first) = blocks.next_into(&mut buf).unwrap() {
-        recs.extend(process_block("prop", &buf, first, Acc::default()).0);
-        firsts.push(first);
-    }
+    let (recs, firsts, _) = run_capped(input, size, lpa::input::DEFAULT_MAX_LINE);
     (recs, firsts)
 }
 
-/// The records' ranges tile 1..=N.
+/// As `run_blocks`, reading at most `max_line` bytes of a line; also the
+/// lines cut.
+fn run_capped(input: &[u8], size: usize, max_line: usize) -> (Vec<Rec>, Vec<u64>, Vec<Cut>) {
+    let mut src = Source::from_reader("prop", std::io::Cursor::new(input.to_vec()));
+    let mut blocks = Blocks::new(&mut src, size).max_line(max_line);
+    let mut buf = Vec::new();
+    let (mut recs, mut firsts, mut cuts) = (Vec::new(), Vec::new(), Vec::new());
+    while let Some(first) = blocks.next_into(&mut buf).unwrap() {
+        recs.extend(process_block("prop", &buf, first, Acc::default()).0);
+        firsts.push(first);
+        cuts.extend_from_slice(blocks.cuts());
+    }
+    assert_tiles(blocks.lines_read(), &recs).expect("the reader's lines are tiled");
+    (recs, firsts, cuts)
+}
+
+/// The records' ranges tile the input's lines, as `process_block` counts
+/// them.
 fn assert_covers(input: &[u8], recs: &[Rec]) -> Result<(), TestCaseError> {
-    let n = count_lines(input);
+    assert_tiles(count_lines(input), recs)
+}
+
+/// The records' ranges tile 1..=n.
+fn assert_tiles(n: u64, recs: &[Rec]) -> Result<(), TestCaseError> {
     let mut next = 1u64;
     for r in recs {
         prop_assert!(r.lines >= 1, "record with no line: {r:?}");
@@ -230,7 +246,6 @@ proptest! {
 
     /// (a) Very long lines (longer than a block) never panic.
     #[test]
-    #[ignore = "lone-CR line ends and the --max-line cut disagree across block boundaries: open, see issue 15's note"]
     fn very_long_lines_never_panic(
         head in prop::sample::select(SAMPLES),
         fill in prop_oneof![Just(b'a'), Just(b' '), Just(b'{'), Just(b'('), Just(b'"'), Just(0x1b), Just(0xff)],
@@ -241,8 +256,8 @@ proptest! {
         input.extend(std::iter::repeat_n(fill, len));
         input.push(b'\n');
         input.extend(tail);
-        let recs = run(&input);
-        assert_covers(&input, &recs)?;
+        assert_covers(&input, &run(&input))?;
+        let (recs, _) = run_blocks(&input, input.len() + 1);
         // A block reads on past a line that starts no record for up to four
         // blocks' worth: a record that long may be cut, so blocks here are
         // larger than a quarter of the input.
@@ -254,14 +269,15 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     /// (c) One block and blocks of a quarter of the input give the same
-    /// records.
+    /// records. Both come from the reader, which ends lines at a lone CR
+    /// where `process_block` on the raw bytes does not.
     #[test]
-    #[ignore = "lone-CR line ends and the --max-line cut disagree across block boundaries: open, see issue 15's note"]
     fn blocks_do_not_change_results(input in log(1500..3000)) {
-        let whole = run(&input);
-        assert_covers(&input, &whole)?;
-        let (one, _) = run_blocks(&input, input.len() + 1);
-        prop_assert!(one == whole, "one block differs from process_block on the input");
+        assert_covers(&input, &run(&input))?;
+        let (whole, _) = run_blocks(&input, input.len() + 1);
+        if !input.contains(&b'\r') {
+            prop_assert!(whole == run(&input), "one block differs from process_block on the input");
+        }
         let (four, cuts) = run_blocks(&input, input.len() / 4);
         prop_assert!(cuts.len() >= 2, "input of {} bytes was not cut", input.len());
         if four != whole {
@@ -272,6 +288,23 @@ proptest! {
                 cuts, at, four.get(at), whole.get(at)
             );
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// (c) With a line cap shorter than many lines, where blocks end still
+    /// changes neither the records nor which lines are told as cut, nor by
+    /// how much.
+    #[test]
+    fn the_line_cap_does_not_depend_on_blocks(input in log(300..600), cap in 20usize..200) {
+        let (whole, _, whole_cuts) = run_capped(&input, input.len() + 1, cap);
+        prop_assert!(!whole_cuts.is_empty(), "no line over {} bytes", cap);
+        let (seven, firsts, cuts) = run_capped(&input, input.len() / 7, cap);
+        prop_assert!(firsts.len() >= 2, "input of {} bytes was not cut", input.len());
+        prop_assert_eq!(cuts, whole_cuts);
+        prop_assert!(seven == whole, "blocks starting at lines {:?} differ", firsts);
     }
 }
 
