@@ -46,8 +46,11 @@ pub struct Engine {
     regexes: Vec<Option<Regex>>,
     not_regexes: Vec<Option<Regex>>,
     captures: Vec<Option<Regex>>,
-    lower_all: Vec<Vec<String>>,
-    lower_not: Vec<Vec<String>>,
+    /// `all_text` and `not_text`, each a case-insensitive searcher (a
+    /// single-literal automaton finds its rare bytes with memchr instead of
+    /// comparing at every offset).
+    all_text: Vec<Vec<AhoCorasick>>,
+    not_text: Vec<Vec<AhoCorasick>>,
     pub(super) tag_bits: HashMap<String, u32>,
     era_prefilter: AhoCorasick,
     era_cues: Vec<EraCue>,
@@ -63,10 +66,16 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric()
 }
 
-fn contains_ci(hay: &str, needle_lower: &str) -> bool {
-    let h = hay.as_bytes();
-    let n = needle_lower.as_bytes();
-    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+fn case_insensitive(literals: &[String]) -> Vec<AhoCorasick> {
+    literals
+        .iter()
+        .map(|l| {
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .build([l])
+                .expect("a literal compiles")
+        })
+        .collect()
 }
 
 pub fn producer_family(p: Producer) -> &'static str {
@@ -149,14 +158,13 @@ impl Engine {
             x.as_ref()
                 .map(|x| Regex::new(x).expect("validated when loaded"))
         };
-        let lower = |v: &Vec<String>| v.iter().map(|s| s.to_ascii_lowercase()).collect();
         Engine {
             metrics: Program::new(&rules),
             regexes: rules.iter().map(|r| compile(&r.regex)).collect(),
             not_regexes: rules.iter().map(|r| compile(&r.not_regex)).collect(),
             captures: rules.iter().map(|r| compile(&r.capture)).collect(),
-            lower_all: rules.iter().map(|r| lower(&r.all_text)).collect(),
-            lower_not: rules.iter().map(|r| lower(&r.not_text)).collect(),
+            all_text: rules.iter().map(|r| case_insensitive(&r.all_text)).collect(),
+            not_text: rules.iter().map(|r| case_insensitive(&r.not_text)).collect(),
             rules,
             prefilter,
             pattern_rule,
@@ -192,8 +200,10 @@ impl Engine {
     /// plus those without literals.
     pub fn candidates(&self, body: &str, out: &mut Vec<usize>) {
         out.clear();
-        // Most lines match no literal: a plain search settles that fast.
-        if self.always.is_empty() && !self.prefilter.is_match(body) {
+        // Most lines match no literal: a plain search settles that fast
+        // (the overlapping search cannot skip ahead as it does).
+        if !self.prefilter.is_match(body) {
+            out.extend_from_slice(&self.always);
             return;
         }
         let b = body.as_bytes();
@@ -216,18 +226,6 @@ impl Engine {
     /// returns the regex captures on a match.
     pub fn matches(&self, ri: usize, hay: &str, line: Line<'_, '_>) -> Option<Caps> {
         let r = &self.rules[ri];
-        if !self.lower_all[ri].iter().all(|n| contains_ci(hay, n)) {
-            return None;
-        }
-        if self.lower_not[ri].iter().any(|n| contains_ci(hay, n)) {
-            return None;
-        }
-        if self.not_regexes[ri]
-            .as_ref()
-            .is_some_and(|rx| rx.is_match(hay))
-        {
-            return None;
-        }
         // A rule for a reporter's words reads prose events only: a line
         // without a head is a program's output, not what the reporter says.
         let prose_only =
@@ -235,6 +233,7 @@ impl Engine {
         if prose_only && !matches!(line, Line::Event(_)) {
             return None;
         }
+        // The line's structure first: it is cheaper to ask than its text.
         match line {
             Line::Event(ev) => {
                 if r.unparsed || !event_conditions(r, ev) {
@@ -264,6 +263,18 @@ impl Engine {
                     return None;
                 }
             }
+        }
+        if !self.all_text[ri].iter().all(|n| n.is_match(hay)) {
+            return None;
+        }
+        if self.not_text[ri].iter().any(|n| n.is_match(hay)) {
+            return None;
+        }
+        if self.not_regexes[ri]
+            .as_ref()
+            .is_some_and(|rx| rx.is_match(hay))
+        {
+            return None;
         }
         let mut caps = Vec::new();
         let mut collect = |rx: &Regex, c: regex::Captures| {
