@@ -1,34 +1,38 @@
 #!/usr/bin/env bash
-# Throughput comparison of `lpa` against `wc -l` on a large generated gateway log.
+# Whole-program throughput of `lpa` beside its baselines and peers, measured
+# in one run: interleaved rounds, the input read into the page cache before
+# each round, medians of per-round ratios (this host's speed drifts by tens of
+# percent from minute to minute; ratios taken within a round do not).
 #
 # Usage (from the project root):
-#   benches/compare.sh [SIZE] [RUNS]          # defaults: 1G 5
+#   benches/compare.sh [SIZE] [ROUNDS] [MIX]     # defaults: 1G 5 gateway
 #
-# What it does:
-#   1. cargo build --release --example gen --bin lpa      (skipped when SKIP_BUILD=1)
-#   2. generates $BENCH_DIR/gateway-SIZE.log with `gen --size SIZE --seed 1` unless it already exists
-#   3. warms the page cache (cat FILE > /dev/null)
-#   4. runs `wc -l FILE`, `lpa parse FILE`, `lpa summarize FILE`, `lpa explain FILE` (stdout to /dev/null)
-#      RUNS times each; reports the median wall time, the ratio to `wc -l`, MB/s (1 MB = 10^6 bytes) and
-#      the peak RSS (max over the runs, from /usr/bin/time -f %M).
+#   SIZE    generated log size: 64M, 1G, 4G, ...
+#   ROUNDS  rounds; every command runs once per round, in turn
+#   MIX     the generator's scenario: gateway, healthy or mixed
 #
-# Environment overrides:
-#   LPA=path        lpa binary (default target/release/lpa), e.g. LPA=/bin/cat to test the script itself
-#   GEN=path        generator binary (default target/release/examples/gen)
-#   BENCH_DIR=dir   where the generated log lives (default target/bench)
-#   SKIP_BUILD=1    do not run cargo build
+# Commands timed (stdout to /dev/null), each when available:
+#   plain log:  wc -l · rg -c -F -f LITERALS (the rules' literals) · rg -c -i -F -f LITERALS
+#               lpa parse / summarize / explain, with 1 thread and with all
+#               agrind '* | parse "error=*" as err | count by err'
+#   JSON log:   lpa summarize / explain (all threads) · hl -P · hl -P -l warn
+# Peers are used when on the PATH: rg (apt-get install ripgrep), agrind
+# (cargo install ag), hl (built from github.com/pamburus/hl; see README).
 #
-# Needs bash, python3 and GNU time (/usr/bin/time; `apt-get install time`) for the RSS column.
+# Environment: LPA, GEN, LITERALS (binaries; defaults under target/release),
+# BENCH_DIR (default target/bench), SKIP_BUILD=1 (do not run cargo build).
+# Needs bash and python3.
 
 set -euo pipefail
 export LC_ALL=C
 
 SIZE="${1:-1G}"
-RUNS="${2:-5}"
+ROUNDS="${2:-5}"
+MIX="${3:-gateway}"
 LPA="${LPA:-target/release/lpa}"
 GEN="${GEN:-target/release/examples/gen}"
+LITERALS="${LITERALS:-target/release/examples/literals}"
 BENCH_DIR="${BENCH_DIR:-target/bench}"
-TIME_BIN="${TIME_BIN:-/usr/bin/time}"
 
 die() {
     echo "compare.sh: $*" >&2
@@ -36,137 +40,135 @@ die() {
 }
 
 [[ -f Cargo.toml ]] || die "run this from the project root (no Cargo.toml in $PWD)"
-[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer, got '$RUNS'"
-[[ "$SIZE" =~ ^[0-9]+([KkMmGgTt](i?[Bb])?)?$ ]] || die "SIZE must look like 64M, 1G, 512K or a byte count, got '$SIZE'"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive integer, got '$ROUNDS'"
+[[ "$SIZE" =~ ^[0-9]+[KMGT]?$ ]] || die "SIZE must look like 64M, 1G or a byte count, got '$SIZE'"
+[[ "$MIX" =~ ^(gateway|healthy|mixed)$ ]] || die "MIX must be gateway, healthy or mixed, got '$MIX'"
 command -v python3 > /dev/null || die "python3 is required"
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-    echo "building: cargo build --release --example gen --bin lpa" >&2
-    cargo build --release --example gen --bin lpa
+    echo "building: cargo build --release --bin lpa --example gen --example literals" >&2
+    cargo build --release --bin lpa --example gen --example literals
 fi
-if [[ "$LPA" != */* ]]; then
-    LPA="$(command -v "$LPA" || true)"
-fi
-[[ -n "$LPA" && -x "$LPA" ]] || die "lpa binary not found or not executable: ${LPA:-<empty>} (build it, or set LPA=...)"
+for b in "$LPA" "$GEN" "$LITERALS"; do
+    [[ -x "$b" ]] || die "$b not found (build it with cargo build --release, or set LPA/GEN/LITERALS)"
+done
 
-FILE="$BENCH_DIR/gateway-$SIZE.log"
-if [[ ! -s "$FILE" ]]; then
-    [[ -x "$GEN" ]] || die "generator not found: $GEN (build it with cargo build --release --example gen, or set GEN=...)"
-    mkdir -p "$BENCH_DIR"
-    echo "generating $FILE (gen --size $SIZE --seed 1 --scenario gateway) ..." >&2
-    if ! "$GEN" --size "$SIZE" --seed 1 --scenario gateway > "$FILE.tmp"; then
-        rm -f "$FILE.tmp"
-        die "generation failed"
+mkdir -p "$BENCH_DIR"
+generate() { # format file
+    if [[ -s "$2" ]]; then
+        echo "reusing $2 (delete it to regenerate)" >&2
+        return
     fi
-    mv "$FILE.tmp" "$FILE"
-else
-    echo "reusing $FILE (delete it to regenerate)" >&2
-fi
-
-have_time=1
-if [[ ! -x "$TIME_BIN" ]]; then
-    have_time=0
-    echo "compare.sh: warning: $TIME_BIN not found, peak RSS will be n/a (install it: apt-get install time)" >&2
-fi
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
-
-echo "warming the page cache ..." >&2
-cat "$FILE" > /dev/null
-
-FILE_BYTES="$(wc -c < "$FILE")"
-LINES="$(wc -l < "$FILE")"
-FILE_BYTES="${FILE_BYTES//[[:space:]]/}"
-LINES="${LINES//[[:space:]]/}"
-CPU="$(grep -m1 -E '^(model name|Hardware|Processor|cpu model)[[:space:]]*:' /proc/cpuinfo 2> /dev/null | cut -d: -f2- | sed 's/^ *//' || true)"
-CPU="${CPU:-unknown}"
-NPROC="$(nproc 2> /dev/null || echo '?')"
-COMMIT="$(git rev-parse --short HEAD 2> /dev/null || echo 'n/a')"
-
-# Wall clock with µs resolution: bash 5's $EPOCHREALTIME (no fork), else GNU date.
-if [[ -n "${EPOCHREALTIME:-}" ]]; then
-    clock() { CLOCK="$EPOCHREALTIME"; }
-else
-    clock() { CLOCK="$(date +%s.%N)"; }
-fi
-
-# results file: label \t exit-codes \t times \t rss-kb   (comma-separated lists)
-results="$tmp/results.tsv"
-: > "$results"
-
-bench() {
-    local label="$1"
-    shift
-    local times="" rsss="" rcs="" i t0 t1 rc rss
-    for ((i = 1; i <= RUNS; i++)); do
-        rc=0
-        clock
-        t0="$CLOCK"
-        if ((have_time)); then
-            "$TIME_BIN" -f %M -o "$tmp/rss" "$@" > /dev/null 2> "$tmp/err" || rc=$?
-        else
-            "$@" > /dev/null 2> "$tmp/err" || rc=$?
-        fi
-        clock
-        t1="$CLOCK"
-        if ((have_time)); then
-            # GNU time prepends "Command exited with non-zero status N" on failure: %M is the last line.
-            rss="$(tail -n 1 "$tmp/rss" 2> /dev/null || true)"
-            [[ "$rss" =~ ^[0-9]+$ ]] || rss=""
-        else
-            rss=""
-        fi
-        times+="${times:+,}$(python3 -c "print(f'{$t1 - $t0:.6f}')")"
-        rsss+="${rsss:+,}${rss}"
-        rcs+="${rcs:+,}${rc}"
-        if ((rc != 0)) && ((i == 1)); then
-            echo "compare.sh: warning: '$label' exited with status $rc; stderr:" >&2
-            head -n 5 "$tmp/err" | sed 's/^/    /' >&2
-        fi
-        printf '  %-14s run %d/%d: %ss\n' "$label" "$i" "$RUNS" "${times##*,}" >&2
-    done
-    printf '%s\t%s\t%s\t%s\n' "$label" "$rcs" "$times" "$rsss" >> "$results"
+    echo "generating $2 ..." >&2
+    "$GEN" --size "$SIZE" --seed 1 --scenario "$MIX" --format "$1" > "$2.tmp" || die "generation failed"
+    mv "$2.tmp" "$2"
 }
+PLAIN="$BENCH_DIR/$MIX-$SIZE.log"
+JSON="$BENCH_DIR/$MIX-$SIZE.json"
+generate plain "$PLAIN"
+generate json "$JSON"
+LITS="$BENCH_DIR/literals.txt"
+"$LITERALS" > "$LITS"
 
-echo "benchmarking ($RUNS runs each) ..." >&2
-bench "wc -l" wc -l "$FILE"
-bench "lpa parse" "$LPA" parse "$FILE"
-bench "lpa summarize" "$LPA" summarize "$FILE"
-bench "lpa explain" "$LPA" explain "$FILE"
+exec python3 - "$ROUNDS" "$PLAIN" "$JSON" "$LPA" "$LITS" << 'PY'
+import os, shutil, statistics, subprocess, sys, time
 
-python3 - "$results" "$FILE" "$FILE_BYTES" "$LINES" "$NPROC" "$CPU" "$RUNS" "$LPA" "$COMMIT" << 'PY'
-import statistics, sys
+rounds, plain, json_log, lpa, lits = sys.argv[1:]
+rounds = int(rounds)
+threads = os.cpu_count() or 1
 
-results, path, size, lines, nproc, cpu, runs, lpa, commit = sys.argv[1:]
-size, lines = int(size), int(lines)
+def have(b):
+    return shutil.which(b) is not None
 
-def human(n):
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1024
+# label, input, argv
+cmds = [("wc -l", plain, ["wc", "-l", plain])]
+if have("rg"):
+    cmds += [
+        ("rg -c -F literals", plain, ["rg", "-c", "-F", "-f", lits, plain]),
+        ("rg -c -i -F literals", plain, ["rg", "-c", "-i", "-F", "-f", lits, plain]),
+    ]
+for sub in ("parse", "summarize", "explain"):
+    for n in (1, threads):
+        cmds.append((f"lpa {sub} -j{n}", plain, [lpa, sub, "--threads", str(n), "--no-pager", plain]))
+if have("agrind"):
+    cmds.append(("agrind count by err", plain, ["agrind", "-f", plain, '* | parse "error=*" as err | count by err']))
+for sub in ("summarize", "explain"):
+    cmds.append((f"lpa {sub} (json)", json_log, [lpa, sub, "--no-pager", json_log]))
+if have("hl"):
+    cmds += [
+        ("hl -P (json)", json_log, ["hl", "-P", "--config", "-", json_log, "-o", "/dev/null"]),
+        ("hl -P -l warn (json)", json_log, ["hl", "-P", "--config", "-", "-l", "warn", json_log, "-o", "/dev/null"]),
+    ]
+missing = [p for p in ("rg", "agrind", "hl") if not have(p)]
+if missing:
+    print(f"# not on PATH, not timed: {', '.join(missing)}", file=sys.stderr)
 
-print(f"# nproc={nproc}  cpu={cpu}")
-print(f"# file={path}  size={size} bytes ({human(size)})  lines={lines}")
-print(f"# runs={runs}  lpa={lpa}  commit={commit}")
-rows = []
-for row in open(results):
-    label, rcs, times, rsss = row.rstrip("\n").split("\t")
-    ts = [float(t) for t in times.split(",")]
-    rss = [int(r) for r in rsss.split(",") if r]
-    bad = sorted({int(c) for c in rcs.split(",") if c != "0"})
-    rows.append((label, statistics.median(ts), max(rss) if rss else None, bad))
+def warm(path):
+    with open(path, "rb") as f:
+        while f.read(1 << 24):
+            pass
 
-base = rows[0][1]
-hdr = ("command", "median s", "x wc -l", "MB/s", "peak RSS MiB")
-fmt = "{:<15} {:>10} {:>8} {:>9} {:>13}  {}"
-print(fmt.format(*hdr, "").rstrip())
-print(fmt.format(*("-" * len(h) for h in hdr), "").rstrip())
-for label, med, rss, bad in rows:
-    ratio = f"{med / base:.2f}" if base > 0 else "n/a"
-    mbps = f"{size / 1e6 / med:.1f}" if med > 0 else "inf"
-    rss_s = f"{rss / 1024:.1f}" if rss is not None else "n/a"
-    note = f"(FAILED: exit {','.join(map(str, bad))})" if bad else ""
-    print(fmt.format(label, f"{med:.3f}", ratio, mbps, rss_s, note).rstrip())
+# Peak RSS from GNU time: a child forked from this interpreter would count
+# the interpreter's pages, copied before exec, as its own.
+gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+if not gnu_time:
+    print("# /usr/bin/time not found (apt-get install time): no peak RSS", file=sys.stderr)
+rss_file = os.path.join(os.path.dirname(lits), "rss.txt")
+
+def timed(argv):
+    if gnu_time:
+        argv = [gnu_time, "-f", "%M", "-o", rss_file] + argv
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    t = time.perf_counter() - t0
+    kb = 0
+    if gnu_time:
+        last = open(rss_file).read().split()
+        kb = int(last[-1]) if last and last[-1].isdigit() else 0
+    return t, kb, p.returncode, p.stderr.decode(errors="replace")
+
+times = {c[0]: [] for c in cmds}
+rss = {c[0]: 0 for c in cmds}
+failed = {}
+for r in range(rounds):
+    for label, path, argv in cmds:
+        warm(path)
+        t, m, rc, err = timed(argv)
+        # rg exits 1 when nothing matched; lpa 2 means an input failed.
+        if rc not in (0, 1):
+            failed[label] = (rc, err.strip().splitlines()[:3])
+        times[label].append(t)
+        rss[label] = max(rss[label], m)
+    print(f"round {r + 1}/{rounds} done", file=sys.stderr)
+
+def ratio(a, b):
+    return statistics.median(x / y for x, y in zip(times[a], times[b]))
+
+size = {plain: os.path.getsize(plain), json_log: os.path.getsize(json_log)}
+cpu = "unknown"
+for line in open("/proc/cpuinfo"):
+    if line.startswith("model name"):
+        cpu = line.split(":", 1)[1].strip()
+        break
+print(f"# {threads} threads, {cpu}")
+print(f"# plain {plain} {size[plain]} bytes; json {json_log} {size[json_log]} bytes; {rounds} rounds")
+print(f"| command | median s | MB/s | × wc -l | peak RSS MiB |")
+print(f"|---|---|---|---|---|")
+for label, path, _ in cmds:
+    med = statistics.median(times[label])
+    note = f" (FAILED: exit {failed[label][0]}: {' / '.join(failed[label][1])})" if label in failed else ""
+    print(f"| {label} | {med:.3f} | {size[path] / 1e6 / med:.0f} | {ratio(label, 'wc -l'):.1f} | {rss[label] / 1024:.1f} |{note}")
+pairs = []
+if "agrind count by err" in times:
+    pairs += [(f"lpa explain -j{threads}", "agrind count by err"), (f"lpa summarize -j{threads}", "agrind count by err")]
+if "hl -P (json)" in times:
+    pairs += [("lpa explain (json)", "hl -P -l warn (json)"), ("lpa summarize (json)", "hl -P (json)")]
+if "rg -c -i -F literals" in times:
+    pairs += [(f"lpa explain -j{threads}", "rg -c -i -F literals")]
+if pairs:
+    print()
+    print("| lpa | peer | time ratio (median of rounds) |")
+    print("|---|---|---|")
+    for a, b in pairs:
+        print(f"| {a} | {b} | {ratio(a, b):.2f} |")
 PY
