@@ -99,14 +99,10 @@ pub fn unwrap(line: &str) -> Unwrapped<'_> {
     if s.ends_with('`') && s.matches('`').count() % 2 == 1 {
         s = &s[..s.len() - 1];
     }
-    // `> ` quote markers, possibly nested, from mail and GitHub replies.
-    while let Some(r) = s.strip_prefix('>') {
-        if r.is_empty() || r.starts_with(' ') {
-            s = r.trim_start();
-            w.kind = Some("quote");
-        } else {
-            break;
-        }
+    let unquoted = unquote(s);
+    if unquoted.len() != s.len() {
+        s = unquoted;
+        w.kind = Some("quote");
     }
     if let Some((pod, container, r)) = kubectl_prefix(s) {
         w.pod = Some(pod);
@@ -133,6 +129,20 @@ pub fn unwrap(line: &str) -> Unwrapped<'_> {
         rest: s,
         indented,
     }
+}
+
+/// The line without its `> ` quote markers, possibly nested, from mail and
+/// GitHub replies (and the spaces after them).
+pub fn unquote(line: &str) -> &str {
+    let mut s = line.trim_start();
+    while let Some(r) = s.strip_prefix('>') {
+        if r.is_empty() || r.starts_with(' ') {
+            s = r.trim_start();
+        } else {
+            break;
+        }
+    }
+    s
 }
 
 /// `[pod/NAME/CONTAINER] `

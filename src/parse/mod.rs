@@ -17,7 +17,7 @@ pub mod typed;
 
 pub use event::{Component, Era, Event, Foreign, Level, Metric, Producer, Record, Span, Wrapper};
 
-use crate::input::wrap::{unwrap, Unwrapped};
+use crate::input::wrap::{unquote, unwrap, Unwrapped};
 use std::borrow::Cow;
 use typed_arena::Arena;
 
@@ -143,6 +143,8 @@ pub struct Tokenizer<'a> {
     json: Option<JsonJoin<'a>>,
     /// The container whose `kubectl describe` block the lines are in.
     kube_container: Option<&'a str>,
+    /// The caller saw that the next line continues this one.
+    continued: bool,
 }
 
 impl<'a> Tokenizer<'a> {
@@ -155,10 +157,19 @@ impl<'a> Tokenizer<'a> {
             held: None,
             json: None,
             kube_container: None,
+            continued: false,
         }
     }
 
+    /// The next line pushed is known to go on in the line after it (a
+    /// ticket's hard-wrapped copy): its record waits to be joined, even
+    /// though nothing in it looks cut.
+    pub fn continued(&mut self) {
+        self.continued = true;
+    }
+
     pub fn push(&mut self, line_no: u64, line: &'a str, emit: &mut impl FnMut(&mut Record<'a>)) {
+        let continued = std::mem::take(&mut self.continued);
         if self.json.is_some() && self.continue_json(line, emit) {
             return;
         }
@@ -186,7 +197,7 @@ impl<'a> Tokenizer<'a> {
                 emit_pending(&mut self.pending, emit);
                 if takes_continuation(ev) {
                     self.pending = Some(std::mem::take(ev));
-                } else if ev.cut {
+                } else if ev.cut || continued {
                     self.held = Some(Held {
                         ev: std::mem::take(ev),
                         raw: line,
@@ -334,7 +345,8 @@ impl<'a> Tokenizer<'a> {
         let Some(h) = self.held.as_ref() else {
             return false;
         };
-        let frag = line.trim();
+        // A quoted copy quotes every piece of a wrapped line.
+        let frag = unquote(line).trim_end();
         let mut probe = Event::default();
         let joinable = !frag.is_empty()
             && h.ev.lines < MAX_JOIN_LINES as u32

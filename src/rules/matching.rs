@@ -163,8 +163,14 @@ impl Engine {
             regexes: rules.iter().map(|r| compile(&r.regex)).collect(),
             not_regexes: rules.iter().map(|r| compile(&r.not_regex)).collect(),
             captures: rules.iter().map(|r| compile(&r.capture)).collect(),
-            all_text: rules.iter().map(|r| case_insensitive(&r.all_text)).collect(),
-            not_text: rules.iter().map(|r| case_insensitive(&r.not_text)).collect(),
+            all_text: rules
+                .iter()
+                .map(|r| case_insensitive(&r.all_text))
+                .collect(),
+            not_text: rules
+                .iter()
+                .map(|r| case_insensitive(&r.not_text))
+                .collect(),
             rules,
             prefilter,
             pattern_rule,

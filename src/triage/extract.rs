@@ -4,7 +4,7 @@
 //! can quote it, and the label the prose before its block gave it
 //! ("gateway logs:").
 
-use crate::input::wrap::unwrap;
+use crate::input::wrap::{unquote, unwrap};
 use crate::parse::parse_line;
 use crate::rules::unmatched::error_worded;
 use regex::Regex;
@@ -41,6 +41,8 @@ pub struct Piece<'a> {
     pub line: u64,
     pub text: &'a str,
     pub kind: Kind,
+    /// The next piece is this log line's hard-wrapped rest.
+    pub continued: bool,
     /// The component the prose before the piece's block named.
     pub label: Option<&'static str>,
 }
@@ -205,6 +207,7 @@ fn push_block<'a>(
             line: j as u64 + 1,
             text: lines[j],
             kind: Kind::Line(block),
+            continued: j + 1 < lines.len() && wraps(lines[j], lines[j + 1]),
             label,
         });
     }
@@ -265,6 +268,7 @@ pub fn pieces<'a>(lines: &[&'a str]) -> Vec<Piece<'a>> {
             line: n,
             text: line,
             kind: Kind::Prose,
+            continued: false,
             label,
         });
         for s in spans(inner) {
@@ -272,6 +276,7 @@ pub fn pieces<'a>(lines: &[&'a str]) -> Vec<Piece<'a>> {
                 line: n,
                 text: s,
                 kind: Kind::Span,
+                continued: false,
                 label,
             });
         }
@@ -285,15 +290,32 @@ pub fn pieces<'a>(lines: &[&'a str]) -> Vec<Piece<'a>> {
 
 /// A line that continues a hard-wrapped log line before it: it starts
 /// where a wrapped value would (lowercase, a field, a bracket) and the
-/// line before it is long or ends inside the head.
+/// line before it is long or ends inside the head. Quoted copies are
+/// judged without their quote markers.
 fn continues(prev: &str, frag: &str) -> bool {
-    let first = frag.trim_start().chars().next().unwrap_or(' ');
-    let prev = prev.trim_end();
-    let prev_cut =
-        prev.len() > 80 || prev.ends_with(':') || prev.ends_with(',') || prev.ends_with('{');
+    let frag = unquote(frag);
+    let first = frag.chars().next().unwrap_or(' ');
+    let prev = unquote(prev).trim_end();
+    // A line that opens with a field (`error=…`) is the rest of a record:
+    // no producer starts a line that way.
+    let field = frag.split_once('=').is_some_and(|(k, _)| {
+        !k.is_empty()
+            && k.bytes()
+                .all(|b| b.is_ascii_lowercase() || b == b'.' || b == b'_')
+    });
+    let prev_cut = field
+        || prev.len() > 80
+        || prev.ends_with(':')
+        || prev.ends_with(',')
+        || prev.ends_with('{');
     prev_cut
         && parse_line(prev).is_some()
         && (first.is_ascii_lowercase() || matches!(first, '_' | '(' | '[' | '{' | '"'))
+}
+
+/// `frag` is the rest of the log line `prev`, not a record of its own.
+fn wraps(prev: &str, frag: &str) -> bool {
+    !frag.trim().is_empty() && parse_line(frag).is_none() && continues(prev, frag)
 }
 
 #[cfg(test)]

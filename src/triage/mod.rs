@@ -80,6 +80,9 @@ pub fn triage(name: &str, text: &[u8], engine: &Engine) -> Triage {
             Kind::Line(block) => {
                 waiting = None;
                 count(&mut ctx, block, p, &mut blocks_seen);
+                if p.continued {
+                    tok.continued();
+                }
                 tok.push(p.line, p.text, &mut |r: &mut Record<'_>| {
                     if let Record::Unparsed { looks_like, .. } = r {
                         // Only a manifest's status fields and events are
