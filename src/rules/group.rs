@@ -1,0 +1,311 @@
+//! One rule's matches for one subject while the input is read ([`Acc`]):
+//! its count, earliest evidence, subjects, clients and connections, merged
+//! across blocks in input order. Findings are built from these.
+
+use super::conns::{ConnCtx, Missing};
+use super::finding::{Evidence, Seen, Values};
+use super::matching::{Caps, Line};
+use super::{Rule, Subject, TagKey};
+use crate::parse::typed::host_of;
+use crate::parse::{Event, Level, Producer};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Evidence lines kept per finding.
+pub const MAX_EVIDENCE: usize = 5;
+/// Metric lines kept per finding, beside its log lines.
+const MAX_METRIC_EVIDENCE: usize = 4;
+/// Notes a finding's matches may add.
+const MAX_NOTES: usize = 4;
+/// Distinct client IPs counted exactly per finding.
+const MAX_CLIENTS: usize = 4096;
+/// Inputs (or pods of a prefixed stream) named per finding.
+const MAX_PROXIES: usize = 64;
+/// One (rule, group) while the input is read.
+#[derive(Debug, Clone, Default)]
+pub struct Acc {
+    pub count: u64,
+    /// The earliest lines, in input order.
+    pub evidence: Vec<Evidence>,
+    pub first: Seen,
+    pub last: Seen,
+    /// Where `first` and `last` were seen: (source, line).
+    pub first_at: (String, u64),
+    pub last_at: (String, u64),
+    pub subjects: BTreeMap<Subject, Values>,
+    pub workload: Values,
+    pub clients: BTreeSet<String>,
+    /// The proxies (inputs, or pods of a prefixed stream) the lines are from.
+    pub proxies: BTreeSet<String>,
+    /// Some line is a Linkerd component's event (not fallback text).
+    pub attributed: bool,
+    /// Some line is a program's output, not a reporter's words.
+    pub logged: bool,
+    /// Lines that are `linkerd check` warnings (‼), not failures.
+    pub check_warnings: u64,
+    /// The connections its lines are on (client address and port, the
+    /// endpoint connected to), so that findings on one connection can be
+    /// linked.
+    pub conns: BTreeSet<String>,
+    /// Lines of metrics snapshots that show it, beside the log lines.
+    pub metric_evidence: Vec<Evidence>,
+    /// The weight of the rule whose metric lines these are: a cause's
+    /// decisive series are kept before a symptom's counters.
+    pub metric_weight: i32,
+    /// What the matches add to the finding's notes (what grew between two
+    /// snapshots).
+    pub notes: Vec<String>,
+    /// It rests on counters that did not grow between two snapshots: it
+    /// happened, but not now.
+    pub old: bool,
+}
+
+impl Acc {
+    /// Adds other matches: a later block's, a match that waited for an
+    /// earlier block (so it may come before some of this one's), or another
+    /// rule's with the same verdict. Within a source, lines keep input order
+    /// whatever the order of merging; sources keep the order they came in.
+    pub fn merge(&mut self, o: Acc) {
+        if o.count == 0 {
+            return;
+        }
+        let before = |a: &(String, u64), b: &(String, u64)| a.0 == b.0 && a.1 < b.1;
+        self.old = if self.count == 0 {
+            o.old
+        } else {
+            self.old && o.old
+        };
+        if !o.metric_evidence.is_empty() {
+            let mine = std::mem::take(&mut self.metric_evidence);
+            let (mut first, then) = if o.metric_weight > self.metric_weight {
+                (o.metric_evidence, mine)
+            } else {
+                (mine, o.metric_evidence)
+            };
+            first.extend(then);
+            first.truncate(MAX_METRIC_EVIDENCE);
+            in_input_order(&mut first, MAX_METRIC_EVIDENCE);
+            self.metric_evidence = first;
+            self.metric_weight = self.metric_weight.max(o.metric_weight);
+        }
+        for n in o.notes {
+            if self.notes.len() < MAX_NOTES && !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+        if self.count == 0 || before(&o.first_at, &self.first_at) {
+            self.first = o.first;
+            self.first_at = o.first_at;
+        }
+        if self.count == 0 || !before(&o.last_at, &self.last_at) {
+            self.last = o.last;
+            self.last_at = o.last_at;
+        }
+        self.count += o.count;
+        self.check_warnings += o.check_warnings;
+        self.attributed |= o.attributed;
+        self.logged |= o.logged;
+        // Most merges bring lines after all of these (a later block, the
+        // next match): appending keeps the order. Only a match that waited
+        // for an earlier block, or another rule's, needs the sort.
+        let appends = match o.evidence.first() {
+            None => true,
+            Some(f) => match self.evidence.last() {
+                Some(l) if l.source == f.source => l.line < f.line,
+                _ => !self.evidence.iter().any(|e| e.source == f.source),
+            },
+        } && o.evidence.iter().all(|e| o.evidence[0].source == e.source);
+        if appends {
+            let room = MAX_EVIDENCE.saturating_sub(self.evidence.len());
+            self.evidence.extend(o.evidence.into_iter().take(room));
+        } else {
+            self.evidence.extend(o.evidence);
+            in_input_order(&mut self.evidence, MAX_EVIDENCE);
+        }
+        for (k, v) in o.subjects {
+            self.subjects.entry(k).or_default().merge(v);
+        }
+        self.workload.merge(o.workload);
+        for c in o.clients {
+            if self.clients.len() >= MAX_CLIENTS {
+                break;
+            }
+            self.clients.insert(c);
+        }
+        for p in o.proxies {
+            if self.proxies.len() < MAX_PROXIES {
+                self.proxies.insert(p);
+            }
+        }
+        for c in o.conns {
+            if self.conns.len() < MAX_PROXIES {
+                self.conns.insert(c);
+            }
+        }
+    }
+}
+
+/// Orders lines by line within a source, sources as they first appear,
+/// without repeats, keeping the first `max`.
+fn in_input_order(evidence: &mut Vec<Evidence>, max: usize) {
+    let mut sources: Vec<String> = Vec::new();
+    let mut keyed: Vec<((usize, u64), Evidence)> = Vec::with_capacity(evidence.len());
+    for e in evidence.drain(..) {
+        let i = sources
+            .iter()
+            .position(|s| *s == e.source)
+            .unwrap_or_else(|| {
+                sources.push(e.source.clone());
+                sources.len() - 1
+            });
+        keyed.push(((i, e.line), e));
+    }
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.dedup_by_key(|(k, _)| *k);
+    evidence.extend(keyed.into_iter().take(max).map(|(_, e)| e));
+}
+
+/// Subjects are names: masked (`:42340`) or placeholder (`<dst>`) values
+/// name nothing.
+fn add_subject(acc: &mut Acc, s: Subject, v: &str) {
+    if !v.is_empty() && !v.starts_with(':') && !v.starts_with('<') {
+        acc.subjects.entry(s).or_default().add(v, acc.count);
+    }
+}
+
+/// Adds what a connection's earlier lines named and the event did not.
+pub(super) fn add_context(acc: &mut Acc, ctx: &ConnCtx, missing: Missing) {
+    let port = ctx.port.map(|p| p.to_string());
+    for (s, v, miss) in [
+        (Subject::Dst, ctx.dst.as_deref(), missing.dst),
+        (Subject::Peer, ctx.peer.as_deref(), missing.peer),
+        (Subject::Port, port.as_deref(), missing.port),
+    ] {
+        if let Some(v) = v.filter(|_| miss) {
+            add_subject(acc, s, v);
+        }
+    }
+}
+
+/// The finding a match belongs to, among its rule's: the rule's
+/// `group_by` subject's leading value.
+pub(super) fn group_of(r: &Rule, acc: &Acc) -> String {
+    r.group_by
+        .and_then(|g| acc.subjects.get(&g).and_then(Values::first))
+        .unwrap_or_default()
+}
+
+/// The proxy a line is from: its input, and the pod when a prefix names
+/// it (a stream of several pods holds several proxies; a pod's containers
+/// share one).
+fn proxy_key(source: &str, ev: Option<&Event<'_>>) -> String {
+    match ev.and_then(|e| e.wrapper.pod) {
+        Some(pod) => format!("{source} {pod}"),
+        None => source.to_string(),
+    }
+}
+
+pub(super) fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -> Evidence {
+    let kind = match how {
+        Line::Event(e) if e.component == crate::parse::Component::Reporter => Some("prose"),
+        Line::Event(e) if e.component.is_attributed() => None,
+        Line::Event(_) => Some("unattributed"),
+        Line::Unparsed => Some("unparsed"),
+        Line::Foreign => Some("application"),
+    };
+    Evidence {
+        source: source.to_string(),
+        line,
+        text: text.to_string(),
+        kind,
+        parts: how.event().and_then(crate::report::evidence::parts),
+    }
+}
+
+pub(super) fn hit(source: &str, hay: &str, line: Line<'_, '_>, n: u64, caps: Caps) -> Acc {
+    let ev = line.event();
+    let mut acc = Acc {
+        count: 1,
+        first_at: (source.to_string(), n),
+        last_at: (source.to_string(), n),
+        attributed: ev.is_some_and(|e| e.component.is_attributed()),
+        logged: ev.is_none_or(|e| e.component != crate::parse::Component::Reporter),
+        check_warnings: u64::from(
+            ev.is_some_and(|e| e.producer == Producer::Check && e.level == Some(Level::Warn)),
+        ),
+        ..Default::default()
+    };
+    acc.proxies.insert(proxy_key(source, ev));
+    for k in [TagKey::Client, TagKey::Peer] {
+        if let Some(c) = ev.and_then(|e| tag_key(k, e)) {
+            acc.conns.insert(c.to_string());
+        }
+    }
+    let text = ev.map_or(hay, |e| &e.text);
+    let mut e = evidence(source, n, text, line);
+    if let Some(c) = ev.and_then(|e| e.continuation.as_deref()) {
+        e.text.push('\n');
+        e.text.push_str(c);
+    }
+    acc.evidence.push(e);
+    if let Some(ev) = ev {
+        acc.first = Seen::of(ev);
+        acc.last = acc.first.clone();
+    }
+    let mut add = |s: Subject, v: &str| add_subject(&mut acc, s, v);
+    for (s, v) in &caps {
+        add(*s, v);
+    }
+    if let Some(ev) = ev {
+        if let Some(d) = ev.dst() {
+            add(Subject::Dst, &d);
+        }
+        if let Some(p) = ev.endpoint() {
+            add(Subject::Peer, p);
+        }
+        if let Some(c) = ev.client_addr() {
+            let ip = host_of(c);
+            add(Subject::Client, ip);
+        }
+        if let Some(p) = ev.port() {
+            add(Subject::Port, &p.to_string());
+        }
+        for id in ev.identities() {
+            add(Subject::Identity, id);
+        }
+        if let Some(s) = ev.field("server.name") {
+            add(Subject::Server, s);
+        }
+        if let Some(p) = ev.wrapper.pod {
+            add(Subject::Pod, p);
+        }
+        if let Some(t) = ev.target_addr() {
+            add(Subject::Target, t);
+        }
+        if let Some(p) = ev.wrapper.pod {
+            acc.workload.add(&format!("po/{p}"), 1);
+        } else if ev.has_span("gateway") {
+            acc.workload.add("deploy/linkerd-gateway", 1);
+        }
+    }
+    if let Some(c) = acc.subjects.get(&Subject::Client) {
+        acc.clients.extend(c.0.keys().cloned());
+    }
+    acc
+}
+
+pub(super) fn target_prefix(ev: &Event<'_>) -> String {
+    match ev.target.as_deref() {
+        Some(t) if !t.is_empty() => format!("{t}: "),
+        _ => String::new(),
+    }
+}
+
+/// The address a rule's tags attach to.
+pub(super) fn tag_key<'a>(k: TagKey, ev: &'a Event<'_>) -> Option<&'a str> {
+    let v = match k {
+        TagKey::Client => ev.client_addr(),
+        TagKey::Peer => ev.endpoint().or_else(|| ev.field("addr")),
+    };
+    // Copies with addresses masked (`client.addr=:42340`) name no connection.
+    v.filter(|c| c.contains(':') && !c.starts_with(':'))
+}
