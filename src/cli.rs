@@ -7,6 +7,7 @@ use crate::report::anonymize::Anonymizer;
 use crate::report::explain::{self, Report};
 use crate::report::human::{self, Layout};
 use crate::report::jsonl;
+use crate::report::plural::count;
 use crate::report::style::{ColorChoice, Style};
 use crate::report::summary::{self, Summary, SummaryAcc};
 use crate::report::text;
@@ -670,10 +671,10 @@ fn cmd_rules(cmd: &RulesCommand, out: &mut Out) -> Result<i32> {
             match rules::parse_rules(&file.display().to_string(), &text) {
                 Ok(kb) => {
                     out.write(&format!(
-                        "{}: {} rules and {} era cues, all valid\n",
+                        "{}: {} and {}, all valid\n",
                         file.display(),
-                        kb.rules.len(),
-                        kb.eras.len()
+                        count(kb.rules.len() as u64, "rule", "rules"),
+                        count(kb.eras.len() as u64, "era cue", "era cues")
                     ))?;
                     Ok(0)
                 }

@@ -1,6 +1,7 @@
 //! The explain report: ranked findings, rendered for a terminal, as the JSON
 //! contract of spec/diagnoses.md, or as Markdown.
 
+use super::plural::{count, times};
 use super::text::{self, code, fenced};
 use crate::parse::typed::EraRange;
 use crate::parse::Era;
@@ -58,7 +59,7 @@ impl Report {
             let shapes: Vec<String> = stats
                 .foreign
                 .iter()
-                .map(|(f, n)| format!("{} ({n} lines)", f.as_str()))
+                .map(|(f, n)| format!("{} ({})", f.as_str(), count(*n, "line", "lines")))
                 .collect();
             if shapes.is_empty() {
                 notes.push(format!("No line carries a Linkerd mark (a Linkerd log head, target, container or component): this does not look like a Linkerd log. {EXPECTS}"));
@@ -76,9 +77,13 @@ impl Report {
         }
         if stats.cut_lines > 0 {
             notes.push(format!(
-                "{} {}: what they hold past it is not read.",
-                stats.cut_lines,
-                crate::report::summary::CUT_NOTE
+                "{}: what {} past it is not read.",
+                crate::report::summary::cut_note(stats.cut_lines),
+                if stats.cut_lines == 1 {
+                    "it holds"
+                } else {
+                    "they hold"
+                }
             ));
         }
         if stats.proxy_events > 0 && !stats.has_debug() && findings.iter().any(|f| !f.benign) {
@@ -90,7 +95,7 @@ impl Report {
         if stats.outside > 0 {
             notes.push(format!(
                 "{} outside --since/--until left out (a line without the bound's clock cannot be placed).",
-                if stats.outside == 1 { "1 line".to_string() } else { format!("{} lines", stats.outside) }
+                count(stats.outside, "line", "lines")
             ));
         }
         Report {
@@ -150,13 +155,10 @@ impl Report {
         });
         let hidden = before - self.findings.len();
         if hidden > 0 {
-            let what = if hidden == 1 {
-                "1 finding"
-            } else {
-                &format!("{hidden} findings")
-            };
-            self.notes
-                .push(format!("{what} hidden by --min-severity or --suppress."));
+            self.notes.push(format!(
+                "{} hidden by --min-severity or --suppress.",
+                count(hidden as u64, "finding", "findings")
+            ));
         }
     }
 }
@@ -251,9 +253,9 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(o, "## lpa findings\n");
     let _ = writeln!(
         o,
-        "{} lines, {} events, {} unparsed{}.\n",
-        r.input.lines,
-        r.input.events,
+        "{}, {}, {} unparsed{}.\n",
+        count(r.input.lines, "line", "lines"),
+        count(r.input.events, "event", "events"),
         r.input.unparsed,
         r.era_text()
             .map(|e| format!("; log format of Linkerd {e}"))
@@ -307,11 +309,7 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
         f.severity
     );
     let _ = writeln!(o, "{}\n", text::prose(&f.explanation, q));
-    let times = if f.count == 1 {
-        "once".to_string()
-    } else {
-        format!("{} times", f.count)
-    };
+    let times = times(f.count);
     let _ = writeln!(
         o,
         "Seen {times}{}.\n",
@@ -335,10 +333,10 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
         for c in &f.consequences {
             let _ = writeln!(
                 o,
-                "- {} {} ({} lines)",
+                "- {} {} ({})",
                 code(&c.id),
                 text::prose(&c.title, &c.quoted),
-                c.count
+                count(c.count, "line", "lines")
             );
         }
         let _ = writeln!(o);

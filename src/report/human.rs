@@ -5,6 +5,7 @@
 
 use super::evidence::fit;
 use super::explain::{collect_next, unmatched_shown, Report};
+use super::plural::count as plural;
 use super::style::Style;
 use super::text::clean;
 use crate::rules::command::setup_line;
@@ -20,11 +21,6 @@ pub struct Layout {
     pub width: usize,
     /// Evidence lines as the log wrote them, never shortened.
     pub verbose: bool,
-}
-
-/// `1 line`, `7 lines`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn severity(st: &Style, f: &Finding) -> String {

@@ -386,7 +386,14 @@ impl SummaryAcc<'_> {
 }
 
 /// What a count of cut lines means.
-pub const CUT_NOTE: &str = "lines longer than --max-line were read only up to it";
+pub fn cut_note(n: u64) -> String {
+    let (lines, were) = if n == 1 {
+        ("line", "was")
+    } else {
+        ("lines", "were")
+    };
+    format!("{n} {lines} longer than --max-line {were} read only up to it")
+}
 
 impl Accumulator for SummaryAcc<'_> {
     fn cut(&mut self, _: &str, _: crate::input::Cut) {
@@ -814,7 +821,7 @@ pub fn human(s: &Summary, n: usize, st: &Style) -> String {
     }
     let _ = writeln!(o, "{t}");
     if ov.cut_lines > 0 {
-        let _ = writeln!(o, "cut:       {} {}", ov.cut_lines, CUT_NOTE);
+        let _ = writeln!(o, "cut:       {}", cut_note(ov.cut_lines));
     }
     let _ = writeln!(o, "producers: {}", join_counts(ov.producers, 12));
     let _ = writeln!(o, "levels:    {}", join_counts(ov.levels, 5));
@@ -995,7 +1002,7 @@ pub fn markdown(s: &Summary, n: usize) -> String {
         let _ = writeln!(o, "Log format of Linkerd {e}.");
     }
     if ov.cut_lines > 0 {
-        let _ = writeln!(o, "\n{} {}.", ov.cut_lines, CUT_NOTE);
+        let _ = writeln!(o, "\n{}.", cut_note(ov.cut_lines));
     }
     if !d.error_kinds.is_empty() {
         let _ = writeln!(
