@@ -184,8 +184,8 @@ pub struct ReportArgs {
     /// Report only findings of this severity or worse.
     #[arg(long, value_enum, value_name = "SEVERITY")]
     pub min_severity: Option<MinSeverity>,
-    /// Hide a diagnosis id, or only its findings where a subject has VALUE (e.g. connect.timeout=10.42.0.7:8080). Repeatable.
-    #[arg(long, value_name = "ID[=VALUE]")]
+    /// Hide a diagnosis id, or only its findings about SUBJECT: an address (10.42.0.7:8080 or 10.42.0.7), a service (web, web.shop), a Server, a pod or its workload (web, deploy/web). Repeatable.
+    #[arg(long, value_name = "ID[=SUBJECT]")]
     pub suppress: Vec<explain::Suppress>,
     /// Read only lines at or after this time: RFC 3339 (2024-05-01T10:00:00Z) where the log has wall-clock times, else proxy uptime (300s).
     #[arg(long, value_name = "TIME")]
