@@ -595,20 +595,21 @@ fn cmd_summarize(
             t
         }
         Format::Human => {
+            let width = crate::report::style::width();
             let mut t: String = per_source
                 .iter()
                 .map(|(n, s)| {
                     format!(
                         "{}\n{}\n",
                         style.bold(&format!("=== {n}")),
-                        summary::human(s, top, &style)
+                        summary::human(s, top, &style, width)
                     )
                 })
                 .collect();
             if !per_source.is_empty() {
                 t.push_str(&format!("{}\n", style.bold("=== all inputs")));
             }
-            t.push_str(&summary::human(&total, top, &style));
+            t.push_str(&summary::human(&total, top, &style, width));
             t
         }
     };

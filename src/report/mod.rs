@@ -10,4 +10,5 @@ pub mod metrics_summary;
 pub mod plural;
 pub mod style;
 pub mod summary;
+pub mod table;
 pub mod text;

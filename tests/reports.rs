@@ -1,5 +1,6 @@
-//! Counts agree with their nouns in every report: no `1 lines`,
-//! `Seen 1 times` or `1 findings` in any format of any shipped log.
+//! What every report of every shipped log promises about its text: counts
+//! agree with their nouns (no `1 lines`, `Seen 1 times` or `1 findings` in
+//! any format), and summary tables fit the terminal's width.
 
 use lpa::report::explain;
 use lpa::report::human::{self, Layout};
@@ -90,6 +91,22 @@ fn one_of_anything_is_singular() {
     }
 }
 
+fn summary_of(engine: &Engine, log: &Path) -> Summary {
+    let mut total = Summary::default();
+    let mut sources = input::open_all(&[log.to_path_buf()]).unwrap();
+    pipeline::run(
+        &mut sources,
+        &pipeline::Options::default(),
+        || SummaryAcc::new(engine),
+        |_, acc| {
+            total.merge(acc.summary);
+            Ok(())
+        },
+    )
+    .unwrap();
+    total
+}
+
 /// Every report of one input, rendered in-process: one knowledge base for
 /// the whole corpus (the binary would compile it again for each run).
 fn reports(engine: &Engine, log: &Path) -> Vec<(&'static str, String)> {
@@ -101,22 +118,11 @@ fn reports(engine: &Engine, log: &Path) -> Vec<(&'static str, String)> {
         width: 80,
         verbose: false,
     };
-    let mut total = Summary::default();
-    let mut sources = input::open_all(&[log.to_path_buf()]).unwrap();
-    pipeline::run(
-        &mut sources,
-        &opts,
-        || SummaryAcc::new(engine),
-        |_, acc| {
-            total.merge(acc.summary);
-            Ok(())
-        },
-    )
-    .unwrap();
+    let total = summary_of(engine, log);
     vec![
         ("explain", human::human(&r, &st, &lay)),
         ("explain markdown", explain::markdown(&r)),
-        ("summarize", summary::human(&total, 10, &st)),
+        ("summarize", summary::human(&total, 10, &st, 80)),
         ("summarize markdown", summary::markdown(&total, 10)),
     ]
 }
@@ -138,4 +144,51 @@ fn no_shipped_log_reads_one_lines() {
         checked += 1;
     }
     assert!(checked > 150, "only {checked} outputs checked");
+}
+
+fn too_wide(text: &str, width: usize) -> Option<&str> {
+    text.lines().find(|l| l.chars().count() > width)
+}
+
+#[test]
+fn summaries_fit_the_width_from_wide_to_narrow() {
+    let engine = Engine::new(lpa::rules::load(&[]).unwrap());
+    let st = Style { color: false };
+    let mut logs = files("corpus/scenarios", "log");
+    logs.extend(files("corpus/metrics", "prom"));
+    let mut vertical = 0;
+    for log in &logs {
+        let s = summary_of(&engine, log);
+        for width in [200, 80, 40] {
+            let out = summary::human(&s, 10, &st, width);
+            if let Some(l) = too_wide(&out, width) {
+                panic!("{} at {width}: {l:?}\n{out}", log.display());
+            }
+            vertical += usize::from(out.contains("\ndestination "));
+        }
+    }
+    // Some tables did not fit as grids, and were shown row by row.
+    assert!(vertical > 0);
+}
+
+#[test]
+fn summarize_takes_its_width_from_columns() {
+    let log = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus/scenarios/connect-timeout-netpol-2.10.log");
+    let log = log.display().to_string();
+    for width in ["60", "120"] {
+        let out = Command::new(LPA)
+            .args(["summarize", &log])
+            .env("COLUMNS", width)
+            .output()
+            .unwrap();
+        let out = String::from_utf8(out.stdout).unwrap();
+        let w: usize = width.parse().unwrap();
+        assert_eq!(too_wide(&out, w), None, "{out}");
+        // The widest table uses the room it has.
+        assert!(
+            out.lines().any(|l| l.chars().count() > w - 25),
+            "{width}: {out}"
+        );
+    }
 }
