@@ -43,27 +43,34 @@ pub struct Cli {
     pub global: Global,
 }
 
-/// Flags every command takes.
+/// Flags every command takes, on purpose: they shape any command's output,
+/// and may stand before or after the command (`lpa -q explain`).
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
-    /// Worker threads (default: one per core).
-    #[arg(long, global = true, value_name = "N")]
-    pub threads: Option<usize>,
     /// When to colour human output; `auto` colours only a terminal and honours NO_COLOR.
     #[arg(long, global = true, value_enum, default_value = "auto")]
     pub color: ColorChoice,
-    /// Replace IPs, pod, namespace, service and identity names consistently, to paste the output publicly.
+    /// Replace addresses and the names of pods, nodes, namespaces, services, Servers, identities and inputs consistently, to paste the output publicly.
     #[arg(long, global = true)]
     pub anonymize: bool,
     /// Print nothing on stdout (use the exit status, e.g. with --fail-on).
     #[arg(long, short, global = true)]
     pub quiet: bool,
-    /// Read at most this much of one line (e.g. 512K, 4M); the rest of a longer line is skipped and counted.
-    #[arg(long, global = true, value_name = "BYTES", default_value = "2M", value_parser = parse_bytes)]
-    pub max_line: usize,
     /// Never page human output (by default a terminal gets $LPA_PAGER, $PAGER or `less -FRX`).
     #[arg(long, global = true)]
     pub no_pager: bool,
+}
+
+/// How the commands that stream logs (parse, explain, summarize) read them.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ReadArgs {
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Read at most this much of one line (e.g. 512K, 4M); the rest of a longer line is skipped and counted.
+    #[arg(long, value_name = "BYTES", default_value = "2M", value_parser = parse_bytes)]
+    pub max_line: usize,
 }
 
 /// `4096`, `512K`, `2M`, `1G` (powers of 1024).
@@ -94,6 +101,8 @@ pub enum Command {
     Parse {
         #[arg(help = INPUTS)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        read: ReadArgs,
         /// Only events at or above this level (drops unparsed lines).
         #[arg(long, value_enum)]
         level: Option<LevelArg>,
@@ -104,7 +113,8 @@ pub enum Command {
     /// Likely root causes, ranked, with evidence lines, benign noise and next commands.
     #[command(after_help = "Examples:
   kubectl logs deploy/web -c linkerd-proxy | lpa explain
-  kubectl logs -n linkerd-multicluster deploy/linkerd-gateway -c linkerd-proxy --timestamps | lpa explain
+  kubectl logs -n linkerd-multicluster deploy/linkerd-gateway -c linkerd-proxy \\
+      --timestamps | lpa explain
   kubectl logs -f deploy/web -c linkerd-proxy | lpa explain --follow
   lpa explain --format json gateway.log client.log | jq '.findings[0].id'
   lpa explain --format markdown --anonymize proxy.log > findings.md
@@ -112,6 +122,8 @@ pub enum Command {
     Explain {
         #[arg(help = INPUTS)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        read: ReadArgs,
         /// Keep reading (stdin, or one FILE across rotation): print findings as they appear, the full report at the end or on Ctrl-C.
         #[arg(long, short)]
         follow: bool,
@@ -138,6 +150,8 @@ pub enum Command {
     Summarize {
         #[arg(help = INPUTS)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        read: ReadArgs,
         /// Rows per table.
         #[arg(long, default_value_t = 10, value_name = "N")]
         top: usize,
@@ -148,26 +162,34 @@ pub enum Command {
         #[arg(long, short = 'o', value_enum, default_value = "human")]
         format: Format,
     },
-    /// Inspect, show and validate the knowledge base.
+    /// The diagnosis ids and their doc pages; show and validate rules.
     #[command(after_help = "Examples:
-  lpa rules list
-  lpa rules show connect-timeout > my-rules.toml   # a template to edit
+  lpa rules                          # the diagnosis ids
+  lpa rules show connect.timeout     # the id's page
+  lpa rules show connect-timeout > my-rules.toml   # a rule, to edit
   lpa rules check my-rules.toml
   lpa explain --rules my-rules.toml proxy.log")]
     Rules {
+        /// Without a command: `list`.
         #[command(subcommand)]
-        command: RulesCommand,
+        command: Option<RulesCommand>,
     },
     /// Shell completions on stdout.
     #[command(after_help = "Examples:
-  lpa completions bash > /etc/bash_completion.d/lpa
-  lpa completions zsh > \"${fpath[1]}/_lpa\"
+  mkdir -p ~/.local/share/bash-completion/completions
+  lpa completions bash > ~/.local/share/bash-completion/completions/lpa
+  mkdir -p ~/.zfunc && lpa completions zsh > ~/.zfunc/_lpa   # fpath+=~/.zfunc
+  mkdir -p ~/.config/fish/completions
   lpa completions fish > ~/.config/fish/completions/lpa.fish")]
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// The man page (roff) on stdout: lpa(1), or a command's own page with its flags.
     #[command(after_help = "Examples:
-  lpa man > ~/.local/share/man/man1/lpa.1
-  lpa man explain > ~/.local/share/man/man1/lpa-explain.1
+  mkdir -p ~/.cargo/share/man/man1
+  lpa man > ~/.cargo/share/man/man1/lpa.1
+  lpa man explain > ~/.cargo/share/man/man1/lpa-explain.1
   lpa man summarize | man -l -")]
     Man {
         /// A command (parse, explain, summarize, triage, rules, completions): its page, lpa-COMMAND(1).
@@ -275,18 +297,28 @@ pub enum FailOn {
 pub enum RulesCommand {
     /// The diagnosis ids and the rules that report them.
     List {
+        /// Extra rules file, as for explain. Repeatable.
         #[arg(long = "rules", value_name = "FILE")]
         rules: Vec<PathBuf>,
     },
-    /// One rule in full, as TOML (a template for your own).
+    /// A diagnosis id's page (meaning, causes, how to confirm and fix, the
+    /// evidence lpa matches, benign look-alikes, next commands), or a rule
+    /// in full as TOML (a template for your own).
     Show {
-        /// A rule name or a diagnosis id.
+        /// A diagnosis id (its page) or a rule name (its TOML).
         name: String,
+        /// An id's rules as TOML instead of its page.
+        #[arg(long)]
+        toml: bool,
+        /// Extra rules file, as for explain. Repeatable.
         #[arg(long = "rules", value_name = "FILE")]
         rules: Vec<PathBuf>,
     },
     /// Validate a rules file; errors point at FILE:LINE with a hint.
-    Check { file: PathBuf },
+    Check {
+        /// The rules file (TOML) to check.
+        file: PathBuf,
+    },
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -334,6 +366,30 @@ impl Out {
             anon: g.anonymize.then(Anonymizer::default),
             pager: None,
         }
+    }
+
+    /// The inputs. With `--anonymize` they are read whole first and the
+    /// mapping learnt from them, in input order, before anything is
+    /// rendered: every format of one input gets the same placeholders. They
+    /// are renamed `input-N` (their paths name the user's things too).
+    fn open(&mut self, files: &[PathBuf]) -> Result<Vec<Source>> {
+        let sources = input::open_all(files)?;
+        let Some(anon) = self.anon.as_mut() else {
+            return Ok(sources);
+        };
+        let mut out = Vec::with_capacity(sources.len());
+        for (i, mut src) in sources.into_iter().enumerate() {
+            let mut buf = Vec::new();
+            src.read_to_end(&mut buf)?;
+            anon.learn(&String::from_utf8_lossy(&buf));
+            let name = if src.name == "stdin" {
+                src.name.clone()
+            } else {
+                format!("input-{}", i + 1)
+            };
+            out.push(Source::from_reader(&name, io::Cursor::new(buf)));
+        }
+        Ok(out)
     }
 
     /// What follows goes through the pager, on a terminal.
@@ -418,7 +474,7 @@ fn cmd_parse(
     max_line: usize,
     out: &mut Out,
 ) -> Result<i32> {
-    let mut sources = input::open_all(files)?;
+    let mut sources = out.open(files)?;
     let stdout = io::stdout();
     // JSON is about three times the input: smaller blocks keep memory flat,
     // and the output buffers are recycled rather than freed and allocated
@@ -504,7 +560,7 @@ fn cmd_explain(
         };
         follow::run(path, &engine, updates)?
     } else {
-        let mut sources = input::open_all(files)?;
+        let mut sources = out.open(files)?;
         analyze(&mut sources, opts, &engine)?
     };
     args.hide(&mut report);
@@ -532,7 +588,7 @@ fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs, out: &mut Out) -> Resul
     let files: Vec<PathBuf> = file.cloned().into_iter().collect();
     let mut text = Vec::new();
     let mut name = String::from("stdin");
-    for mut src in input::open_all(&files)? {
+    for mut src in out.open(&files)? {
         name = src.name.clone();
         src.read_to_end(&mut text)?;
     }
@@ -555,7 +611,7 @@ fn cmd_summarize(
     out: &mut Out,
 ) -> Result<i32> {
     let engine = Engine::new(rules::load(&[])?);
-    let mut sources = input::open_all(files)?;
+    let mut sources = out.open(files)?;
     let mut total = Summary::default();
     let mut per_source: Vec<(String, Summary)> = Vec::new();
     pipeline::run(
@@ -624,8 +680,9 @@ fn cmd_summarize(
     Ok(0)
 }
 
-fn cmd_rules(cmd: &RulesCommand, out: &mut Out) -> Result<i32> {
-    match cmd {
+fn cmd_rules(cmd: Option<&RulesCommand>, out: &mut Out) -> Result<i32> {
+    let list = RulesCommand::List { rules: Vec::new() };
+    match cmd.unwrap_or(&list) {
         RulesCommand::List { rules: files } => {
             let rules = rules::load(files)?.rules;
             let mut text = String::new();
@@ -647,11 +704,22 @@ fn cmd_rules(cmd: &RulesCommand, out: &mut Out) -> Result<i32> {
                 "(connection tags)",
                 tags.join(", ")
             ));
+            text.push_str("\n`lpa rules show ID` prints an id's page.\n");
             out.write(&text)?;
             Ok(0)
         }
-        RulesCommand::Show { name, rules: files } => {
-            let rules = rules::load(files)?.rules;
+        RulesCommand::Show {
+            name,
+            toml,
+            rules: files,
+        } => {
+            let kb = rules::load(files)?;
+            if let Some(page) = rules::pages::page(name).filter(|_| !toml) {
+                let width = crate::report::style::width();
+                out.write_doc(&rules::pages::render(page, &kb, width), false)?;
+                return Ok(0);
+            }
+            let rules = kb.rules;
             let found: Vec<&rules::Rule> = rules
                 .iter()
                 .filter(|r| &r.name == name || r.id.as_deref() == Some(name))
@@ -729,6 +797,16 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 impl Command {
+    /// How the command reads logs, when it streams them.
+    fn read(&self) -> Option<&ReadArgs> {
+        match self {
+            Command::Parse { read, .. }
+            | Command::Explain { read, .. }
+            | Command::Summarize { read, .. } => Some(read),
+            _ => None,
+        }
+    }
+
     /// Does the command read standard input (no file, or `-`)?
     fn reads_stdin(&self) -> bool {
         let stdin = |files: &[PathBuf]| files.is_empty() || files.iter().any(|f| f == "-");
@@ -745,20 +823,23 @@ impl Command {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let g = &cli.global;
+    let read = cli.command.read();
     // Built here, so a thread that cannot be spawned is an error (rayon's
     // lazily built pool would panic); 0 means one per core.
     if let Err(e) = rayon::ThreadPoolBuilder::new()
-        .num_threads(g.threads.map_or(0, |n| n.max(1)))
+        .num_threads(read.and_then(|r| r.threads).map_or(0, |n| n.max(1)))
         .build_global()
     {
         eprintln!("lpa: cannot start worker threads: {e}");
         return 2;
     }
-    let opts = pipeline::Options {
+    let mut opts = pipeline::Options {
         progress: !g.quiet,
-        max_line: g.max_line,
         ..Default::default()
     };
+    if let Some(r) = read {
+        opts.max_line = r.max_line;
+    }
     let mut out = Out::new(g);
     if !g.quiet && cli.command.reads_stdin() && io::stdin().is_terminal() {
         // Without this, `lpa explain` with no file waits in silence.
@@ -769,13 +850,20 @@ pub fn main() -> i32 {
         );
     }
     let result = match &cli.command {
-        Command::Parse { files, level, only } => {
-            cmd_parse(files, level.map(Level::from), *only, g.max_line, &mut out)
-        }
+        Command::Parse {
+            files, level, only, ..
+        } => cmd_parse(
+            files,
+            level.map(Level::from),
+            *only,
+            opts.max_line,
+            &mut out,
+        ),
         Command::Explain {
             files,
             follow,
             report,
+            ..
         } => cmd_explain(files, *follow, report, g, &opts, &mut out),
         Command::Triage { file, report } => cmd_triage(file.as_ref(), report, &mut out),
         Command::Summarize {
@@ -783,8 +871,9 @@ pub fn main() -> i32 {
             top,
             by,
             format,
+            ..
         } => cmd_summarize(files, *top, *by, *format, g, &opts, &mut out),
-        Command::Rules { command } => cmd_rules(command, &mut out),
+        Command::Rules { command } => cmd_rules(command.as_ref(), &mut out),
         Command::Completions { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), bin_name(), &mut buf);

@@ -2036,9 +2036,8 @@ fn thread_count_does_not_change_output() {
         &["summarize", "--format", "json"][..],
     ] {
         let run = |n: &str| {
-            let mut a = vec!["--threads", n];
-            a.extend_from_slice(args);
-            a.push(&f);
+            let mut a = args.to_vec();
+            a.extend(["--threads", n, &f]);
             let r = lpa(&a);
             r.assert_code(0).assert_no_panic();
             r

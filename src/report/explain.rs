@@ -407,9 +407,8 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
         }
         let _ = writeln!(o);
     }
-    if let Some(d) = &f.doc {
-        let _ = writeln!(o, "Docs: {d}\n");
-    }
+    let (url, page) = super::human::docs(f);
+    let _ = writeln!(o, "Docs: {url}, {}\n", code(&page));
 }
 
 #[cfg(test)]

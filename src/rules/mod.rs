@@ -12,6 +12,7 @@ mod finding;
 pub mod load;
 mod matching;
 pub mod metrics;
+pub mod pages;
 pub mod ports;
 pub mod schema;
 pub mod snapshot;
