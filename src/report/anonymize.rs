@@ -66,7 +66,7 @@ static SVC: LazyLock<Regex> = LazyLock::new(|| {
 /// Server, route and authorization names of policy lines.
 static POLICY: LazyLock<Regex> = LazyLock::new(|| {
     rx(
-        r#"(?:\b(?:server|route|authz)\.name=|"(?:server|route)":\s*"|\bon server |\bon route )([a-z0-9][a-z0-9-]*)"#,
+        r#"(?:\b(?:server|route|authz)\.name=|"(?:server|route)":\s*"|\bon server/)([a-z0-9][a-z0-9-]*)"#,
     )
 });
 /// Names Linkerd gives its default policies and routes.
@@ -327,7 +327,8 @@ mod tests {
              pod=node-agent-x2k4q nodeName\":\"ip-10-0-12-31.ec2.internal\" host=kind-worker\n\
              peer=fd00:10:244::5 addr=[2001:db8::7]:4143 client.id=web.shop.serviceaccount.identity.linkerd.prod.example\n\
              spiffe://prod.example/ns/ledger/sa/ledger-writer server.name=billing-http route.name=default\n\
-             at 10:00:00 in linkerd_app_inbound::detect";
+             at 10:00:00 in linkerd_app_inbound::detect\n\
+             unauthorized request on route error=client on server/billing-metrics";
         let mut a = Anonymizer::default();
         a.learn(input);
         let out = a.apply(input);
@@ -345,11 +346,13 @@ mod tests {
             "shop",
             "ledger",
             "billing-http",
+            "billing-metrics",
         ] {
             assert!(!out.contains(real), "{real} survives in {out}");
         }
         // The program's words, clocks and Linkerd's defaults stay.
         for kept in [
+            "error=client",
             "10:00:00",
             "linkerd_app_inbound::detect",
             "route.name=default",
