@@ -60,7 +60,10 @@ fn long_lines_are_cut_counted_and_reported() {
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["overview"]["cut_lines"], 1, "{out}");
     let (_, out, _) = lpa(&["explain", "--max-line", "1K"], log.as_bytes());
-    assert!(out.contains("1 lines longer than --max-line"), "{out}");
+    assert!(
+        out.contains("1 line longer than --max-line was read"),
+        "{out}"
+    );
     let (code, _, err) = lpa(&["parse", "--max-line", "0"], b"x\n");
     assert_eq!(code, 2, "{err}");
 }

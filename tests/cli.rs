@@ -1828,8 +1828,11 @@ fn user_rule_adds_a_finding() {
 
 #[test]
 fn rules_show_prints_a_rule_as_toml() {
-    for name in ["connect-timeout", "connect.timeout"] {
-        let r = lpa(&["rules", "show", name]);
+    // A rule by name; an id's rules with --toml (without, its page).
+    for args in [&["connect-timeout"][..], &["connect.timeout", "--toml"]] {
+        let mut a = vec!["rules", "show"];
+        a.extend_from_slice(args);
+        let r = lpa(&a);
         r.assert_code(0).assert_no_panic();
         let out = r.out();
         assert!(
@@ -2036,9 +2039,8 @@ fn thread_count_does_not_change_output() {
         &["summarize", "--format", "json"][..],
     ] {
         let run = |n: &str| {
-            let mut a = vec!["--threads", n];
-            a.extend_from_slice(args);
-            a.push(&f);
+            let mut a = args.to_vec();
+            a.extend(["--threads", n, &f]);
             let r = lpa(&a);
             r.assert_code(0).assert_no_panic();
             r

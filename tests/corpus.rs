@@ -151,7 +151,11 @@ fn check(path: &Path, cmd: &str, kind: &str) -> Vec<String> {
                 .into_owned()
         })
         .collect();
-    let mut args = vec!["--threads", "1", cmd, "--format", "json"];
+    // Triage reads its ticket whole, on one thread: it takes no --threads.
+    let mut args = vec![cmd, "--format", "json"];
+    if cmd != "triage" {
+        args.extend(["--threads", "1"]);
+    }
     args.extend(rel.iter().map(String::as_str));
     let doc = run(&args);
     let f = doc["findings"].as_array().unwrap();

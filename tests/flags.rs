@@ -103,6 +103,68 @@ fn suppress_takes_an_id_or_an_id_and_a_subject() {
         &log,
     ]);
     assert!(!ids(&v).contains(&"connect.timeout".to_string()));
+    // The service's name, with or without its namespace, names the
+    // destination; another service's does not.
+    for short in [
+        "orders-api",
+        "orders-api.shop",
+        "orders-api.shop.svc.cluster.local:8080",
+    ] {
+        let v = json(&[
+            "explain",
+            "-o",
+            "json",
+            "--suppress",
+            &format!("connect.timeout={short}"),
+            &log,
+        ]);
+        assert!(!ids(&v).contains(&"connect.timeout".to_string()), "{short}");
+    }
+    for other in ["orders", "shop", "api", "10.42.7"] {
+        let v = json(&[
+            "explain",
+            "-o",
+            "json",
+            "--suppress",
+            &format!("connect.timeout={other}"),
+            &log,
+        ]);
+        assert!(ids(&v).contains(&"connect.timeout".to_string()), "{other}");
+    }
+    // A client's IP without a port names it too.
+    let v = json(&[
+        "explain",
+        "-o",
+        "json",
+        "--suppress",
+        "connect.timeout=10.42.7.15",
+        &log,
+    ]);
+    assert!(!ids(&v).contains(&"connect.timeout".to_string()));
+    // A pod's workload, with or without its kind, names the pod.
+    let prefixed = path("corpus/scenarios/policy-unauthorized-edge-prefix.log")
+        .display()
+        .to_string();
+    for w in ["invoices", "deploy/invoices", "invoices-http"] {
+        let v = json(&[
+            "explain",
+            "-o",
+            "json",
+            "--suppress",
+            &format!("policy.unauthorized={w}"),
+            &prefixed,
+        ]);
+        assert!(!ids(&v).contains(&"policy.unauthorized".to_string()), "{w}");
+    }
+    let v = json(&[
+        "explain",
+        "-o",
+        "json",
+        "--suppress",
+        "policy.unauthorized=billing",
+        &prefixed,
+    ]);
+    assert!(ids(&v).contains(&"policy.unauthorized".to_string()));
     // A suppressed critical finding no longer fails the run.
     let (code, _) = lpa(&[
         "explain",

@@ -92,7 +92,12 @@ pub fn read_failed() -> bool {
 /// Tells on stderr which input broke off, and after how much of it.
 pub fn report_read_error(e: &anyhow::Error, lines: u64) {
     READ_FAILED.store(true, std::sync::atomic::Ordering::Relaxed);
-    eprintln!("lpa: {e:#}; {lines} lines of it were read and are reported, with the other inputs");
+    let (lines, were) = if lines == 1 {
+        ("1 line".to_string(), "was")
+    } else {
+        (format!("{lines} lines"), "were")
+    };
+    eprintln!("lpa: {e:#}; {lines} of it {were} read and {were} reported, with the other inputs");
 }
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];

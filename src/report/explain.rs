@@ -1,6 +1,7 @@
 //! The explain report: ranked findings, rendered for a terminal, as the JSON
 //! contract of spec/diagnoses.md, or as Markdown.
 
+use super::plural::{count, times};
 use super::text::{self, code, fenced};
 use crate::parse::typed::EraRange;
 use crate::parse::Era;
@@ -58,7 +59,7 @@ impl Report {
             let shapes: Vec<String> = stats
                 .foreign
                 .iter()
-                .map(|(f, n)| format!("{} ({n} lines)", f.as_str()))
+                .map(|(f, n)| format!("{} ({})", f.as_str(), count(*n, "line", "lines")))
                 .collect();
             if shapes.is_empty() {
                 notes.push(format!("No line carries a Linkerd mark (a Linkerd log head, target, container or component): this does not look like a Linkerd log. {EXPECTS}"));
@@ -76,9 +77,13 @@ impl Report {
         }
         if stats.cut_lines > 0 {
             notes.push(format!(
-                "{} {}: what they hold past it is not read.",
-                stats.cut_lines,
-                crate::report::summary::CUT_NOTE
+                "{}: what {} past it is not read.",
+                crate::report::summary::cut_note(stats.cut_lines),
+                if stats.cut_lines == 1 {
+                    "it holds"
+                } else {
+                    "they hold"
+                }
             ));
         }
         if stats.proxy_events > 0 && !stats.has_debug() && findings.iter().any(|f| !f.benign) {
@@ -90,7 +95,7 @@ impl Report {
         if stats.outside > 0 {
             notes.push(format!(
                 "{} outside --since/--until left out (a line without the bound's clock cannot be placed).",
-                if stats.outside == 1 { "1 line".to_string() } else { format!("{} lines", stats.outside) }
+                count(stats.outside, "line", "lines")
             ));
         }
         Report {
@@ -150,13 +155,10 @@ impl Report {
         });
         let hidden = before - self.findings.len();
         if hidden > 0 {
-            let what = if hidden == 1 {
-                "1 finding"
-            } else {
-                &format!("{hidden} findings")
-            };
-            self.notes
-                .push(format!("{what} hidden by --min-severity or --suppress."));
+            self.notes.push(format!(
+                "{} hidden by --min-severity or --suppress.",
+                count(hidden as u64, "finding", "findings")
+            ));
         }
     }
 }
@@ -199,10 +201,63 @@ impl std::str::FromStr for Suppress {
 impl Suppress {
     fn covers(&self, f: &Finding) -> bool {
         f.id == self.id
-            && self
-                .subject
-                .as_ref()
-                .is_none_or(|v| f.subjects.values().flatten().any(|x| x == v))
+            && self.subject.as_ref().is_none_or(|v| {
+                // `deploy/web` names the workload `web`.
+                let v = v.split_once('/').map_or(v.as_str(), |(_, name)| name);
+                f.subjects
+                    .values()
+                    .flatten()
+                    .any(|x| names_of(x).any(|n| n == v))
+            })
+    }
+}
+
+/// The names an operator may call a subject by: the value itself, its host
+/// without the port, a service or service account without its DNS suffix
+/// (`web`, `web.shop`), a pod's workload (`web` for `web-7d9c8b6f5-x2k4q`
+/// and for `web-0`).
+fn names_of(x: &str) -> impl Iterator<Item = &str> {
+    let host = match x.rsplit_once(':') {
+        Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !h.ends_with(':') => {
+            h.trim_start_matches('[').trim_end_matches(']')
+        }
+        _ => x,
+    };
+    let is_ip = host.parse::<std::net::IpAddr>().is_ok();
+    // The first labels of a DNS name, up to its `n`th dot.
+    let labels = |n: usize| {
+        let end = host.match_indices('.').nth(n - 1)?.0;
+        (!is_ip).then(|| &host[..end])
+    };
+    [Some(x), Some(host), labels(1), labels(2), workload(host)]
+        .into_iter()
+        .flatten()
+}
+
+/// The workload a pod name belongs to: a Deployment's pods end in
+/// `-<replicaset hash>-<5 chars>`, a DaemonSet's in `-<5 chars>`, a
+/// StatefulSet's in `-<ordinal>`.
+fn workload(pod: &str) -> Option<&str> {
+    // Kubernetes draws generated names from consonants and digits (no
+    // vowels, 0, 1 or 3), which tells `-x2k4q` from `-exporter`.
+    let generated = |s: &str, len: std::ops::RangeInclusive<usize>| {
+        len.contains(&s.len())
+            && s.bytes()
+                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
+    };
+    let (head, last) = pod.rsplit_once('-')?;
+    if head.is_empty() || pod.contains('.') {
+        return None;
+    }
+    if last.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(head);
+    }
+    if !generated(last, 5..=5) {
+        return None;
+    }
+    match head.rsplit_once('-') {
+        Some((name, hash)) if !name.is_empty() && generated(hash, 8..=10) => Some(name),
+        _ => Some(head),
     }
 }
 
@@ -251,9 +306,9 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(o, "## lpa findings\n");
     let _ = writeln!(
         o,
-        "{} lines, {} events, {} unparsed{}.\n",
-        r.input.lines,
-        r.input.events,
+        "{}, {}, {} unparsed{}.\n",
+        count(r.input.lines, "line", "lines"),
+        count(r.input.events, "event", "events"),
         r.input.unparsed,
         r.era_text()
             .map(|e| format!("; log format of Linkerd {e}"))
@@ -307,11 +362,7 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
         f.severity
     );
     let _ = writeln!(o, "{}\n", text::prose(&f.explanation, q));
-    let times = if f.count == 1 {
-        "once".to_string()
-    } else {
-        format!("{} times", f.count)
-    };
+    let times = times(f.count);
     let _ = writeln!(
         o,
         "Seen {times}{}.\n",
@@ -335,10 +386,10 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
         for c in &f.consequences {
             let _ = writeln!(
                 o,
-                "- {} {} ({} lines)",
+                "- {} {} ({})",
                 code(&c.id),
                 text::prose(&c.title, &c.quoted),
-                c.count
+                count(c.count, "line", "lines")
             );
         }
         let _ = writeln!(o);
@@ -356,7 +407,46 @@ pub fn finding_markdown(o: &mut String, n: usize, f: &Finding) {
         }
         let _ = writeln!(o);
     }
-    if let Some(d) = &f.doc {
-        let _ = writeln!(o, "Docs: {d}\n");
+    let (url, page) = super::human::docs(f);
+    let _ = writeln!(o, "Docs: {url}, {}\n", code(&page));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(x: &str) -> Vec<&str> {
+        names_of(x).collect()
+    }
+
+    #[test]
+    fn a_subject_answers_to_its_short_names() {
+        let dst = names("orders-api.shop.svc.cluster.local:8080");
+        for n in [
+            "orders-api",
+            "orders-api.shop",
+            "orders-api.shop.svc.cluster.local",
+        ] {
+            assert!(dst.contains(&n), "{n}: {dst:?}");
+        }
+        assert!(!dst.contains(&"shop"), "{dst:?}");
+        let ip = names("10.42.7.15:8080");
+        assert!(ip.contains(&"10.42.7.15") && !ip.contains(&"10"), "{ip:?}");
+        assert!(names("[fd00::1]:80").contains(&"fd00::1"));
+        assert_eq!(names("fd00::1"), ["fd00::1", "fd00::1"]);
+        let id = names("web.shop.serviceaccount.identity.linkerd.cluster.local");
+        assert!(id.contains(&"web") && id.contains(&"web.shop"), "{id:?}");
+    }
+
+    #[test]
+    fn pods_answer_to_their_workload() {
+        assert_eq!(workload("web-7d9c8b6f5-x2k4q"), Some("web"));
+        assert_eq!(workload("orders-api-7d9c8b6f5-x2k4q"), Some("orders-api"));
+        assert_eq!(workload("db-0"), Some("db"));
+        assert_eq!(workload("node-exporter-x2k4q"), Some("node-exporter"));
+        assert_eq!(workload("invoices-6d8b7f9c4-tq5lm"), Some("invoices"));
+        assert_eq!(workload("web-frontend"), None);
+        assert_eq!(workload("orders-api"), None);
+        assert_eq!(workload("web"), None);
     }
 }

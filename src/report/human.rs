@@ -5,6 +5,7 @@
 
 use super::evidence::fit;
 use super::explain::{collect_next, unmatched_shown, Report};
+use super::plural::count as plural;
 use super::style::Style;
 use super::text::clean;
 use crate::rules::command::setup_line;
@@ -20,11 +21,6 @@ pub struct Layout {
     pub width: usize,
     /// Evidence lines as the log wrote them, never shortened.
     pub verbose: bool,
-}
-
-/// `1 line`, `7 lines`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn severity(st: &Style, f: &Finding) -> String {
@@ -269,9 +265,9 @@ impl Printer<'_> {
                 self.prose(7, &c.why);
             }
         }
-        if let Some(d) = &f.doc {
-            let _ = writeln!(self.o, "   {} {d}", self.st.dim("docs:"));
-        }
+        let (url, page) = docs(f);
+        let _ = writeln!(self.o, "   {} {url}", self.st.dim("docs:"));
+        let _ = writeln!(self.o, "         {page}");
     }
 
     /// A benign finding: its title, counts, why it is harmless, one line
@@ -360,6 +356,14 @@ impl Printer<'_> {
             self.hanging(3, 5, &format!("- {c}"));
         }
     }
+}
+
+/// Where a finding's id is documented: the rule's linkerd.io page (else
+/// the id's), and the page lpa ships.
+pub fn docs(f: &Finding) -> (String, String) {
+    let page = crate::rules::pages::page(&f.id);
+    let url = f.doc.clone().or_else(|| page.map(|p| p.doc.clone()));
+    (url.unwrap_or_default(), format!("lpa rules show {}", f.id))
 }
 
 /// Words of `s` in lines of at most `width` characters (a longer word

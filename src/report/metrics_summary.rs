@@ -4,7 +4,7 @@
 //! expiry against the snapshot's clock, and file descriptors.
 
 use super::style::Style;
-use super::summary::{num, table};
+use super::table::{field, fit, heading, num, table};
 use super::text::{code, code_cell};
 use crate::parse::typed::port_of;
 use crate::parse::Event;
@@ -352,19 +352,22 @@ fn opt(v: Option<f64>) -> String {
 }
 
 /// The section in `summarize`'s human output.
-pub fn human(o: &mut String, m: &MetricsDoc, st: &Style) {
-    let _ = writeln!(
-        o,
-        "\n{}",
-        st.bold("Metrics (latest snapshot of each proxy)")
+pub fn human(o: &mut String, m: &MetricsDoc, st: &Style, width: usize) {
+    o.push_str(&heading(
+        st,
+        "Metrics (latest snapshot of each proxy)",
+        width,
+    ));
+    let mut t = table(
+        width,
+        &[
+            "proxy",
+            "snapshots",
+            "certificate expires in",
+            "open fds",
+            "max fds",
+        ],
     );
-    let mut t = table(&[
-        "proxy",
-        "snapshots",
-        "certificate expires in",
-        "open fds",
-        "max fds",
-    ]);
     for p in &m.proxies {
         t.add_row(vec![
             Cell::new(&p.pod),
@@ -374,15 +377,18 @@ pub fn human(o: &mut String, m: &MetricsDoc, st: &Style) {
             Cell::new(opt(p.max_fds)),
         ]);
     }
-    let _ = writeln!(o, "{t}");
+    let _ = writeln!(o, "{}", fit(&t));
     if !m.authorities.is_empty() {
-        let mut t = table(&[
-            "authority",
-            "fail-fast",
-            "load-shed",
-            "timeouts",
-            "endpoints never connected",
-        ]);
+        let mut t = table(
+            width,
+            &[
+                "authority",
+                "fail-fast",
+                "load-shed",
+                "timeouts",
+                "endpoints never connected",
+            ],
+        );
         for a in &m.authorities {
             let f = &a.failures;
             t.add_row(vec![
@@ -393,10 +399,10 @@ pub fn human(o: &mut String, m: &MetricsDoc, st: &Style) {
                 num(f.endpoints_never_connected),
             ]);
         }
-        let _ = writeln!(o, "{t}");
+        let _ = writeln!(o, "{}", fit(&t));
     }
     if !m.balancers.is_empty() {
-        let mut t = table(&["proxy", "balancer", "ready", "pending"]);
+        let mut t = table(width, &["proxy", "balancer", "ready", "pending"]);
         for b in &m.balancers {
             t.add_row(vec![
                 Cell::new(&b.pod),
@@ -405,7 +411,7 @@ pub fn human(o: &mut String, m: &MetricsDoc, st: &Style) {
                 Cell::new(b.pending),
             ]);
         }
-        let _ = writeln!(o, "{t}");
+        let _ = writeln!(o, "{}", fit(&t));
     }
     for (what, v) in [
         ("error kinds", &m.error_kinds),
@@ -413,7 +419,7 @@ pub fn human(o: &mut String, m: &MetricsDoc, st: &Style) {
         ("authorization denials", &m.authz_denials),
     ] {
         if !v.is_empty() {
-            let _ = writeln!(o, "{what}: {}", counts(v));
+            o.push_str(&field(&format!("{what}:"), &counts(v), width));
         }
     }
 }

@@ -7,6 +7,8 @@ pub mod explain;
 pub mod human;
 pub mod jsonl;
 pub mod metrics_summary;
+pub mod plural;
 pub mod style;
 pub mod summary;
+pub mod table;
 pub mod text;

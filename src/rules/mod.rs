@@ -13,6 +13,7 @@ mod group;
 pub mod load;
 mod matching;
 pub mod metrics;
+pub mod pages;
 pub mod ports;
 pub mod schema;
 pub mod snapshot;

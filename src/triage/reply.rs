@@ -4,6 +4,7 @@
 
 use super::Triage;
 use crate::report::explain::{finding_markdown, unmatched_markdown};
+use crate::report::plural::count;
 use crate::report::text::{self, code, escaped, fenced};
 use crate::rules::command::{setup_line, Command};
 use std::fmt::Write as _;
@@ -154,14 +155,23 @@ pub fn markdown(t: &Triage) -> String {
     let c = &t.context;
     let _ = writeln!(
         o,
-        "<sub>lpa read {} log lines ({} events), {} prose lines, {} YAML lines, {} `linkerd check` lines{}{}.</sub>",
-        c.log_lines,
-        r.input.events,
-        c.prose_lines,
-        c.yaml_lines,
-        c.check_lines,
-        c.version.as_ref().map(|v| format!("; Linkerd {}", code(v))).unwrap_or_default(),
-        r.era_text().map(|e| format!("; log format {e}")).unwrap_or_default(),
+        "<sub>lpa read {} ({}), {}, {}, {}{}{}.</sub>",
+        count(c.log_lines, "log line", "log lines"),
+        count(r.input.events, "event", "events"),
+        count(c.prose_lines, "prose line", "prose lines"),
+        count(c.yaml_lines, "YAML line", "YAML lines"),
+        count(
+            c.check_lines,
+            "`linkerd check` line",
+            "`linkerd check` lines"
+        ),
+        c.version
+            .as_ref()
+            .map(|v| format!("; Linkerd {}", code(v)))
+            .unwrap_or_default(),
+        r.era_text()
+            .map(|e| format!("; log format {e}"))
+            .unwrap_or_default(),
     );
     o
 }

@@ -1,0 +1,287 @@
+//! Reading events into a [`Summary`]: one accumulator per block of input.
+
+use super::{
+    bump, entry, slot, template, Kind, SourceStats, Summary, MAX_KEYS, MAX_SECONDS, OTHER,
+};
+use crate::parse::typed::host_of;
+use crate::parse::{Event, Level, Metric, Record};
+use crate::pipeline::Accumulator;
+use crate::rules::engine::{Engine, EraSampler};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+/// The accumulator of one block; `engine` tells which messages some rule knows.
+pub struct SummaryAcc<'e> {
+    pub summary: Summary,
+    engine: &'e Engine,
+    last_wall: Option<(String, i64)>,
+    era_sampler: EraSampler,
+}
+
+impl Summary {
+    /// Counts an event (a log line's or a metric sample's) in the totals
+    /// and its source's, and by producer.
+    fn count(&mut self, source: &str, ev: &Event<'_>) -> &mut SourceStats {
+        self.events += 1;
+        self.lines += u64::from(ev.lines);
+        *self.producers.entry(ev.producer.as_str()).or_insert(0) += 1;
+        let src = entry(&mut self.sources, source);
+        src.events += 1;
+        src.lines += u64::from(ev.lines);
+        src
+    }
+}
+
+impl<'e> SummaryAcc<'e> {
+    pub fn new(engine: &'e Engine) -> Self {
+        SummaryAcc {
+            summary: Summary::default(),
+            engine,
+            last_wall: None,
+            era_sampler: EraSampler::default(),
+        }
+    }
+
+    fn second_of(&mut self, ev: &Event<'_>) -> Option<(i64, bool)> {
+        if let Some(ts) = ev.wrapper.timestamp.or(ev.timestamp.as_deref()) {
+            let key = ts.get(..19)?;
+            if let Some((k, s)) = &self.last_wall {
+                if k == key {
+                    return Some((*s, true));
+                }
+            }
+            let secs = chrono::NaiveDateTime::parse_from_str(key, "%Y-%m-%dT%H:%M:%S")
+                .ok()?
+                .and_utc()
+                .timestamp();
+            self.last_wall = Some((key.to_string(), secs));
+            return Some((secs, true));
+        }
+        ev.uptime.map(|u| (u as i64, false))
+    }
+
+    fn event(&mut self, source: &str, ev: &Event<'_>) {
+        let src = self.summary.count(source, ev);
+        match ev.level {
+            Some(Level::Warn) => src.warnings += 1,
+            Some(Level::Error) => src.errors += 1,
+            _ => {}
+        }
+        let s = &mut self.summary;
+        if let Some(l) = ev.level {
+            *s.levels.entry(l.as_str()).or_insert(0) += 1;
+        }
+        self.era_sampler.observe(self.engine, ev, &mut s.era);
+        if let Some(p) = ev.wrapper.pod {
+            bump(&mut s.pods, p, 1);
+        }
+        if let Some(c) = ev.wrapper.container {
+            bump(&mut s.containers, c, 1);
+        }
+        if let Some(u) = ev.uptime {
+            s.uptime = Some(s.uptime.map_or((u, u), |(a, b)| (a.min(u), b.max(u))));
+        }
+        if let Some(ts) = ev.wrapper.timestamp.or(ev.timestamp.as_deref()) {
+            if ts.len() >= 19 && ts.as_bytes()[4] == b'-' {
+                let w = s
+                    .wall
+                    .get_or_insert_with(|| (ts.to_string(), ts.to_string()));
+                if ts < w.0.as_str() {
+                    w.0 = ts.to_string();
+                }
+                if ts > w.1.as_str() {
+                    w.1 = ts.to_string();
+                }
+            }
+        }
+        let error = ev.error();
+        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
+        let failing = loud || error.is_some();
+        if let Some((sec, wall)) = self.second_of(ev) {
+            let s = &mut self.summary;
+            s.seconds_are_wall |= wall;
+            if s.seconds.len() < MAX_SECONDS || s.seconds.contains_key(&sec) {
+                let e = s.seconds.entry(sec).or_insert((0, 0));
+                e.0 += 1;
+                e.1 += u64::from(loud);
+            }
+        }
+        let s = &mut self.summary;
+        if failing {
+            let msg = ev.message();
+            let text = match error {
+                Some(e) if !msg.ends_with(e) => format!("{msg} error={e}"),
+                _ if msg.is_empty() => ev.text.to_string(),
+                _ => msg.to_string(),
+            };
+            record_kind(
+                &mut s.error_kinds,
+                template(&text),
+                source,
+                ev.line,
+                ev.level,
+            );
+        }
+        if let Some(st) = ev.status() {
+            bump(&mut s.statuses, &st, 1);
+        }
+        let msg = ev.message();
+        let err = error.unwrap_or("");
+        let is_connect_err = msg.starts_with("Failed to connect")
+            || err.contains("error trying to connect")
+            || err.contains("connect timed out");
+        if let Some(dst) = ev.dst() {
+            let d = slot(&mut s.destinations, &dst);
+            d.events += 1;
+            if msg.contains("request failed") || msg.starts_with("Failed to proxy request") {
+                d.requests_failed += 1;
+            }
+            let lower_ff = |t: &str| t.contains("fail-fast") || t.contains("failfast");
+            if lower_ff(msg) || lower_ff(err) {
+                d.failfast += 1;
+            }
+            if is_connect_err {
+                let kind = connect_kind(&format!("{msg} {err}"));
+                *d.connect_errors.entry(kind.to_string()).or_insert(0) += 1;
+                if let Some(p) = ev.endpoint() {
+                    bump(&mut d.endpoints, p, 1);
+                }
+            }
+            if let Some(st) = ev.status() {
+                *d.statuses.entry(st).or_insert(0) += 1;
+            }
+        }
+        if let Some(c) = ev.client_addr().filter(|c| !c.starts_with(':')) {
+            let p = slot(&mut s.clients, host_of(c));
+            p.events += 1;
+            p.errors += u64::from(failing);
+            p.closes_with_error += u64::from(msg == "Connection closed" && error.is_some());
+        }
+        if let Some(p) = ev.endpoint() {
+            bump(&mut s.endpoints, p, 1);
+        }
+        let tls_state: Option<Cow<str>> = if let Some(t) = ev.tls() {
+            Some(match (t.state.as_ref(), t.reason, t.client_id) {
+                ("none", Some(r), _) => format!("none ({r})").into(),
+                ("established", _, Some(id)) => {
+                    bump(&mut s.identities, id, 1);
+                    "established".into()
+                }
+                (st, _, _) => st.to_string().into(),
+            })
+        } else if msg == "Peeked bytes from TCP stream" {
+            Some(if ev.sz() == Some(0) {
+                "peek sz=0".into()
+            } else {
+                "peek sz>0".into()
+            })
+        } else if err.contains("identity required")
+            || err.contains("must be mutually authenticated")
+        {
+            Some("plaintext refused".into())
+        } else {
+            None
+        };
+        if let Some(t) = tls_state {
+            let port = ev.port().map_or_else(|| "-".to_string(), |p| p.to_string());
+            bump(slot(&mut s.tls, &port), t.as_ref(), 1);
+        }
+        for id in ev.identities() {
+            if ev.tls().is_none() {
+                bump(&mut s.identities, id, 1);
+            }
+        }
+        if loud && !self.engine.knows(&ev.text) {
+            let t = template(&format!("{} {}", ev.target(), ev.message()));
+            record_kind(&mut self.summary.unknown, t, source, ev.line, ev.level);
+        }
+    }
+}
+
+fn record_kind(
+    m: &mut BTreeMap<String, Kind>,
+    key: String,
+    source: &str,
+    line: u64,
+    level: Option<Level>,
+) {
+    let key = if m.len() >= MAX_KEYS && !m.contains_key(&key) {
+        OTHER.to_string()
+    } else {
+        key
+    };
+    let k = m.entry(key).or_insert_with(|| Kind {
+        count: 0,
+        first_line: line,
+        last_line: line,
+        source: source.to_string(),
+        level,
+    });
+    k.count += 1;
+    k.last_line = line;
+}
+
+fn connect_kind(t: &str) -> &'static str {
+    let t = t.to_ascii_lowercase();
+    if t.contains("timed out") || t.contains("os error 110") {
+        "timeout"
+    } else if t.contains("refused") {
+        "refused"
+    } else if t.contains("no route") || t.contains("unreachable") {
+        "no route"
+    } else if t.contains("reset") {
+        "reset"
+    } else {
+        "other"
+    }
+}
+
+impl SummaryAcc<'_> {
+    /// A line of exposition text: counted as an event, read into its
+    /// snapshot's tables (never into the log tables: its labels are not a
+    /// log line's fields).
+    fn metric(&mut self, source: &str, ev: &Event<'_>) {
+        self.summary.count(source, ev);
+        let s = &mut self.summary;
+        match ev.metric {
+            Some(Metric::Sample { name, value, .. }) => s
+                .metrics
+                .sample(source, ev.line, name, value, &ev.text)
+                .add(ev, name, value),
+            Some(Metric::Pod { name, .. }) => s.metrics.header(source, ev.line, name),
+            Some(Metric::Eof) => s.metrics.end(),
+            _ => {}
+        }
+    }
+}
+
+impl Accumulator for SummaryAcc<'_> {
+    fn cut(&mut self, _: &str, _: crate::input::Cut) {
+        self.summary.cut_lines += 1;
+    }
+
+    fn record(&mut self, source: &str, rec: &Record<'_>) {
+        match rec {
+            Record::Event(ev) if ev.metric.is_some() => self.metric(source, ev),
+            Record::Event(ev) => self.event(source, ev),
+            Record::Unparsed { line, text, .. } => {
+                let s = &mut self.summary;
+                s.unparsed += 1;
+                s.lines += 1;
+                let src = entry(&mut s.sources, source);
+                src.unparsed += 1;
+                src.lines += 1;
+                if !text.trim().is_empty() {
+                    let t = template(text);
+                    record_kind(
+                        &mut s.unknown,
+                        format!("(unparsed) {t}"),
+                        source,
+                        *line,
+                        None,
+                    );
+                }
+            }
+        }
+    }
+}
