@@ -375,9 +375,10 @@ impl Out {
     }
 }
 
-/// `lpa parse`: each block renders its lines; blocks are written in order.
+/// `lpa parse`: each block renders its lines; blocks are written in order,
+/// in chunks as they are rendered.
 struct ParseOut {
-    buf: Vec<u8>,
+    out: pipeline::Chunks,
     /// Cut lines of the block not yet written, in order.
     cuts: Vec<Cut>,
     level: Option<Level>,
@@ -400,13 +401,20 @@ impl Accumulator for ParseOut {
             Record::Unparsed { .. } => self.only != Only::Events && self.level.is_none(),
         };
         if keep {
-            jsonl::write_record(&mut self.buf, source, rec);
+            jsonl::write_record(self.out.buf(), source, rec);
         }
         let end = rec.line() + u64::from(rec.lines());
         while let Some(c) = self.cuts.first().filter(|c| c.line < end).copied() {
             self.cuts.remove(0);
-            jsonl::write_cut(&mut self.buf, source, c);
+            jsonl::write_cut(self.out.buf(), source, c);
         }
+        self.out.record_done();
+    }
+}
+
+impl pipeline::Render for ParseOut {
+    fn output(&mut self) -> &mut pipeline::Chunks {
+        &mut self.out
     }
 }
 
@@ -419,35 +427,27 @@ fn cmd_parse(
 ) -> Result<i32> {
     let mut sources = input::open_all(files)?;
     let stdout = io::stdout();
-    // JSON is about three times the input: smaller blocks keep memory flat,
-    // and the output buffers are recycled rather than freed and allocated
-    // again (malloc would keep growing its heap for them).
+    // JSON is about three times the input, and many times more for short
+    // lines: small blocks, and their output streamed in chunks.
     let mut opts = pipeline::Options::blocks_of(1 << 20);
     opts.progress = !out.quiet;
     opts.max_line = max_line;
-    let pool: std::cell::RefCell<Vec<Vec<u8>>> = Default::default();
-    pipeline::run(
+    pipeline::stream(
         &mut sources,
         &opts,
-        || ParseOut {
-            buf: pool
-                .borrow_mut()
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(opts.block_size * 3)),
+        |out| ParseOut {
+            out,
             level,
             only,
             cuts: Vec::new(),
         },
-        |_, mut acc| {
+        |chunk| {
             if out.anon.is_some() || out.quiet {
                 // JSON output is UTF-8 by construction.
-                out.write(&String::from_utf8_lossy(&acc.buf))?;
+                out.write(&String::from_utf8_lossy(chunk))
             } else {
-                stdout.lock().write_all(&acc.buf)?;
+                Ok(stdout.lock().write_all(chunk)?)
             }
-            acc.buf.clear();
-            pool.borrow_mut().push(acc.buf);
-            Ok(())
         },
     )?;
     stdout.lock().flush()?;
