@@ -501,7 +501,13 @@ fn cmd_explain(
             (false, Format::Human) => follow::Updates::Stdout,
             (false, _) => follow::Updates::Stderr,
         };
-        follow::run(path, &engine, updates)?
+        let opts = follow::Follow {
+            path,
+            max_line: g.max_line,
+            updates,
+            notices: !g.quiet,
+        };
+        follow::run(opts, &engine)?
     } else {
         let mut sources = input::open_all(files)?;
         analyze(&mut sources, opts, &engine)?

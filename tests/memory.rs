@@ -28,7 +28,8 @@ fn peak(args: &[&str], file: &Path) -> (i32, u64, String, i64) {
         .unwrap();
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
-    let counter = std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()).unwrap());
+    let counter =
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()).unwrap());
     let errs = std::thread::spawn(move || {
         let mut s = String::new();
         std::io::Read::read_to_string(&mut err, &mut s).unwrap();
@@ -45,7 +46,12 @@ fn peak(args: &[&str], file: &Path) -> (i32, u64, String, i64) {
     } else {
         -1
     };
-    (code, counter.join().unwrap(), errs.join().unwrap(), usage.ru_maxrss)
+    (
+        code,
+        counter.join().unwrap(),
+        errs.join().unwrap(),
+        usage.ru_maxrss,
+    )
 }
 
 fn write_lines(path: &Path, n: usize, mut line: impl FnMut(usize) -> String) {

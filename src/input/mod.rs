@@ -253,6 +253,8 @@ pub struct Blocks<'s> {
     dropped: u64,
     /// A read error, told after the block read before it.
     error: Option<anyhow::Error>,
+    /// Blocks of what one read returned, for follow mode.
+    live: bool,
 }
 
 impl<'s> Blocks<'s> {
@@ -271,7 +273,18 @@ impl<'s> Blocks<'s> {
             read_line: 1,
             dropped: 0,
             error: None,
+            live: false,
         }
+    }
+
+    /// Follow mode: a block is the whole lines that one read brings, cut
+    /// right after the last of them, so a line is matched as soon as it
+    /// ends (the next block may continue its record) and a slow pipe is
+    /// never waited on for a block's worth of bytes. The line cap and line
+    /// ends are as in other modes.
+    pub fn live(mut self) -> Self {
+        self.live = true;
+        self
     }
 
     /// Reads at most `n` bytes of any line.
@@ -305,6 +318,9 @@ impl<'s> Blocks<'s> {
             self.fill(buf, want)?;
             if self.eof {
                 break buf.len();
+            }
+            if self.live {
+                break self.line_start;
             }
             match anchored_cut(buf, checked) {
                 Some(cut) => break cut,
@@ -351,8 +367,18 @@ impl<'s> Blocks<'s> {
     /// Appends up to `limit` bytes; the number read.
     fn read(&mut self, buf: &mut Vec<u8>, limit: usize) -> Result<usize> {
         loop {
-            // read_to_end on a bounded reader appends without zero-filling.
-            match self.src.reader()?.take(limit as u64).read_to_end(buf) {
+            let r = if self.live {
+                // One read: what a pipe has now, not `limit` bytes later.
+                let old = buf.len();
+                buf.resize(old + limit.max(1 << 16), 0);
+                let r = self.src.reader()?.read(&mut buf[old..]);
+                buf.truncate(old + *r.as_ref().unwrap_or(&0));
+                r
+            } else {
+                // read_to_end on a bounded reader appends without zero-filling.
+                self.src.reader()?.take(limit as u64).read_to_end(buf)
+            };
+            match r {
                 Ok(0) => {
                     self.src.close();
                     return Ok(0);

@@ -206,20 +206,6 @@ impl Suppress {
     }
 }
 
-/// Shortens a long evidence line in the middle (span stacks), keeping the
-/// head (time, level) and the tail (target, message, fields).
-pub fn elide(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let head = max / 4;
-    let tail = max - head - 1;
-    let h: String = s.chars().take(head).collect();
-    let t: String = s.chars().skip(n - tail).collect();
-    format!("{h}…{t}")
-}
-
 /// Templates of unplaced warnings shown: fewer when findings explain the
 /// input already.
 pub fn unmatched_shown(r: &Report) -> usize {
