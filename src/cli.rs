@@ -532,16 +532,30 @@ fn cmd_explain(
     Ok(fail_status(&report, args.fail_on))
 }
 
+/// Bytes of a ticket that triage reads: a ticket is prose with pasted
+/// excerpts; a whole log belongs to `lpa explain`, which streams.
+const TRIAGE_MAX: usize = 16 << 20;
+
 fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs, out: &mut Out) -> Result<i32> {
     let engine = args.engine()?;
     let files: Vec<PathBuf> = file.cloned().into_iter().collect();
     let mut text = Vec::new();
     let mut name = String::from("stdin");
+    let mut dropped = 0;
     for mut src in input::open_all(&files)? {
         name = src.name.clone();
-        src.read_to_end(&mut text)?;
+        dropped = src.read_capped(&mut text, TRIAGE_MAX)?;
     }
     let mut t = triage::triage(&name, &text, &engine);
+    if dropped > 0 {
+        let note = format!(
+            "Only the first {} MiB of the ticket were read; {dropped} bytes after them were not. \
+             For a whole log, run `lpa explain` on it.",
+            TRIAGE_MAX >> 20
+        );
+        eprintln!("lpa: {note}");
+        t.report.notes.push(note);
+    }
     args.hide(&mut t.report);
     match args.format {
         Format::Json => out.write(&(serde_json::to_string_pretty(&t)? + "\n"))?,

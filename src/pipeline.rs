@@ -31,8 +31,10 @@ pub struct Options {
 }
 
 impl Default for Options {
+    /// 1 MiB blocks: explain's per-block state is several times its
+    /// block, and one block per thread is in flight.
     fn default() -> Self {
-        Options::blocks_of(4 << 20)
+        Options::blocks_of(1 << 20)
     }
 }
 

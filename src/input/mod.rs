@@ -36,12 +36,26 @@ impl Source {
         }
     }
 
-    /// Reads everything that is left (tickets are read whole).
-    pub fn read_to_end(&mut self, buf: &mut Vec<u8>) -> Result<()> {
-        let r = self.reader()?.read_to_end(buf);
-        r.map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", self.name))?;
+    /// Reads up to `max` bytes, ending at a line end when there is one;
+    /// what is left is read and counted, never kept. The bytes not kept.
+    pub fn read_capped(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<u64> {
+        let name = self.name.clone();
+        let fail = |e: io::Error| anyhow::anyhow!("cannot read '{name}': {e}");
+        let r = self.reader()?;
+        r.by_ref()
+            .take(max as u64 + 1)
+            .read_to_end(buf)
+            .map_err(fail)?;
+        if buf.len() <= max {
+            self.close();
+            return Ok(0);
+        }
+        let keep = memrchr(b'\n', &buf[..max]).map_or(max, |i| i + 1);
+        let rest = io::copy(r, &mut io::sink()).map_err(fail)?;
+        let dropped = (buf.len() - keep) as u64 + rest;
+        buf.truncate(keep);
         self.close();
-        Ok(())
+        Ok(dropped)
     }
 
     /// Opens the file now, with the error naming it; the size is known when

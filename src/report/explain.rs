@@ -74,6 +74,9 @@ impl Report {
                     .to_string(),
             );
         }
+        if stats.snapshots_dropped > 0 {
+            notes.push(metrics_dropped_note(stats.snapshots_dropped));
+        }
         if stats.cut_lines > 0 {
             notes.push(format!(
                 "{} {}: what they hold past it is not read.",
@@ -204,6 +207,16 @@ impl Suppress {
                 .as_ref()
                 .is_none_or(|v| f.subjects.values().flatten().any(|x| x == v))
     }
+}
+
+/// What it means that metrics snapshots were not kept.
+pub fn metrics_dropped_note(n: u64) -> String {
+    format!(
+        "{n} metrics snapshots were not read: lpa keeps the snapshots of at most {} pods \
+         ({} MiB of them); give the pods that matter in a smaller input.",
+        crate::rules::snapshot::MAX_PODS,
+        crate::rules::snapshot::MAX_KEPT_BYTES >> 20
+    )
 }
 
 /// Templates of unplaced warnings shown: fewer when findings explain the

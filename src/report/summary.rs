@@ -16,6 +16,12 @@ use std::fmt::Write as _;
 
 /// Keys kept per table; past this, new keys count under `(other)`.
 const MAX_KEYS: usize = 2000;
+/// Keys kept per table inside a row (a destination's endpoints, a port's
+/// TLS states): 2000 destinations × 2000 endpoints would be 4 M keys.
+const MAX_NESTED_KEYS: usize = 64;
+/// Bytes of a key kept: a hostile line's megabyte "destination" is one
+/// bounded key, not a megabyte per table row.
+const MAX_KEY_LEN: usize = 256;
 /// Seconds kept in the time histogram.
 const MAX_SECONDS: usize = 200_000;
 const OTHER: &str = "(other)";
@@ -45,9 +51,18 @@ where
     K: Ord + Borrow<Q> + Overflow,
     Q: Ord + ToOwned<Owned = K> + ?Sized,
 {
+    bump_in(m, k, n, MAX_KEYS)
+}
+
+/// `bump` into a table of at most `cap` keys.
+fn bump_in<K, Q>(m: &mut BTreeMap<K, u64>, k: &Q, n: u64, cap: usize)
+where
+    K: Ord + Borrow<Q> + Overflow,
+    Q: Ord + ToOwned<Owned = K> + ?Sized,
+{
     if let Some(c) = m.get_mut(k) {
         *c += n;
-    } else if m.len() < MAX_KEYS {
+    } else if m.len() < cap {
         m.insert(k.to_owned(), n);
     } else {
         *m.entry(K::other()).or_insert(0) += n;
@@ -57,12 +72,26 @@ where
 /// The entry for `k`, or the shared `(other)` entry once the table is full.
 /// Looks up before allocating: most keys repeat.
 fn slot<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
-    let key = if m.len() < MAX_KEYS || m.contains_key(k) {
-        k
+    let k = short(k);
+    let key = if m.len() < MAX_KEYS || m.contains_key(k.as_ref()) {
+        k.as_ref()
     } else {
         OTHER
     };
     entry(m, key)
+}
+
+/// A key cut to `MAX_KEY_LEN` bytes (at a character boundary) before it is
+/// stored.
+fn short(k: &str) -> Cow<'_, str> {
+    if k.len() <= MAX_KEY_LEN {
+        return Cow::Borrowed(k);
+    }
+    let mut end = MAX_KEY_LEN;
+    while !k.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &k[..end]))
 }
 
 /// The entry for `k`, made if missing, without allocating a key that is
@@ -198,10 +227,10 @@ impl<'e> SummaryAcc<'e> {
         }
         self.era_sampler.observe(self.engine, ev, &mut s.era);
         if let Some(p) = ev.wrapper.pod {
-            bump(&mut s.pods, p, 1);
+            bump(&mut s.pods, short(p).as_ref(), 1);
         }
         if let Some(c) = ev.wrapper.container {
-            bump(&mut s.containers, c, 1);
+            bump(&mut s.containers, short(c).as_ref(), 1);
         }
         if let Some(u) = ev.uptime {
             s.uptime = Some(s.uptime.map_or((u, u), |(a, b)| (a.min(u), b.max(u))));
@@ -269,11 +298,11 @@ impl<'e> SummaryAcc<'e> {
                 let kind = connect_kind(&format!("{msg} {err}"));
                 *d.connect_errors.entry(kind.to_string()).or_insert(0) += 1;
                 if let Some(p) = ev.endpoint() {
-                    bump(&mut d.endpoints, p, 1);
+                    bump_in(&mut d.endpoints, short(p).as_ref(), 1, MAX_NESTED_KEYS);
                 }
             }
             if let Some(st) = ev.status() {
-                *d.statuses.entry(st).or_insert(0) += 1;
+                bump_in(&mut d.statuses, &st, 1, MAX_NESTED_KEYS);
             }
         }
         if let Some(c) = ev.client_addr().filter(|c| !c.starts_with(':')) {
@@ -283,13 +312,13 @@ impl<'e> SummaryAcc<'e> {
             p.closes_with_error += u64::from(msg == "Connection closed" && error.is_some());
         }
         if let Some(p) = ev.endpoint() {
-            bump(&mut s.endpoints, p, 1);
+            bump(&mut s.endpoints, short(p).as_ref(), 1);
         }
         let tls_state: Option<Cow<str>> = if let Some(t) = ev.tls() {
             Some(match (t.state.as_ref(), t.reason, t.client_id) {
                 ("none", Some(r), _) => format!("none ({r})").into(),
                 ("established", _, Some(id)) => {
-                    bump(&mut s.identities, id, 1);
+                    bump(&mut s.identities, short(id).as_ref(), 1);
                     "established".into()
                 }
                 (st, _, _) => st.to_string().into(),
@@ -309,11 +338,16 @@ impl<'e> SummaryAcc<'e> {
         };
         if let Some(t) = tls_state {
             let port = ev.port().map_or_else(|| "-".to_string(), |p| p.to_string());
-            bump(slot(&mut s.tls, &port), t.as_ref(), 1);
+            bump_in(
+                slot(&mut s.tls, &port),
+                short(&t).as_ref(),
+                1,
+                MAX_NESTED_KEYS,
+            );
         }
         for id in ev.identities() {
             if ev.tls().is_none() {
-                bump(&mut s.identities, id, 1);
+                bump(&mut s.identities, short(id).as_ref(), 1);
             }
         }
         if loud && !self.engine.knows(&ev.text) {
@@ -469,10 +503,10 @@ impl Summary {
                 *d.connect_errors.entry(a).or_insert(0) += n;
             }
             for (a, n) in v.endpoints {
-                bump(&mut d.endpoints, a.as_str(), n);
+                bump_in(&mut d.endpoints, a.as_str(), n, MAX_NESTED_KEYS);
             }
             for (a, n) in v.statuses {
-                *d.statuses.entry(a).or_insert(0) += n;
+                bump_in(&mut d.statuses, &a, n, MAX_NESTED_KEYS);
             }
         }
         for (k, v) in o.clients {
@@ -487,7 +521,7 @@ impl Summary {
         for (port, states) in o.tls {
             let m = slot(&mut self.tls, &port);
             for (st, n) in states {
-                *m.entry(st).or_insert(0) += n;
+                bump_in(m, st.as_str(), n, MAX_NESTED_KEYS);
             }
         }
         for (k, v) in o.identities {
@@ -507,6 +541,53 @@ impl Summary {
         self.era.merge(&o.era);
         self.metrics.merge(o.metrics);
     }
+}
+
+impl Summary {
+    /// Per table at its cap, the lines under `(other)`.
+    fn folded(&self) -> BTreeMap<&'static str, u64> {
+        let other = |m: &BTreeMap<String, u64>| m.get(OTHER).copied().unwrap_or(0);
+        let kinds = |m: &BTreeMap<String, Kind>| m.get(OTHER).map_or(0, |k| k.count);
+        let dests = self.destinations.get(OTHER);
+        let clients = self.clients.get(OTHER);
+        let tls_ports = self.tls.get(OTHER).map_or(0, |m| m.values().sum());
+        let pairs = [
+            ("pods", other(&self.pods)),
+            ("containers", other(&self.containers)),
+            ("error_kinds", kinds(&self.error_kinds)),
+            ("unknown", kinds(&self.unknown)),
+            ("destinations", dests.map_or(0, |d| d.events)),
+            (
+                "destination_endpoints",
+                self.destinations
+                    .values()
+                    .map(|d| other(&d.endpoints))
+                    .sum(),
+            ),
+            (
+                "destination_statuses",
+                self.destinations
+                    .values()
+                    .map(|d| d.statuses.get(&0).copied().unwrap_or(0))
+                    .sum(),
+            ),
+            ("clients", clients.map_or(0, |p| p.events)),
+            ("endpoints", other(&self.endpoints)),
+            ("tls_ports", tls_ports),
+            ("tls_states", self.tls.values().map(other).sum()),
+            ("identities", other(&self.identities)),
+            ("statuses", self.statuses.get(&0).copied().unwrap_or(0)),
+        ];
+        pairs.into_iter().filter(|(_, n)| *n > 0).collect()
+    }
+}
+
+/// What the `folded` counts mean, after the tables' names.
+fn folded_note() -> String {
+    format!(
+        "tables were full ({MAX_KEYS} keys, {MAX_NESTED_KEYS} within a row): \
+         lines of further keys are counted under {OTHER}"
+    )
 }
 
 fn merge_kinds(into: &mut BTreeMap<String, Kind>, from: BTreeMap<String, Kind>) {
@@ -580,6 +661,10 @@ pub struct Overview<'a> {
     pub wall_clock: Option<(String, String)>,
     #[serde(skip_serializing_if = "is_zero")]
     pub cut_lines: u64,
+    /// Tables that reached their cap of keys: the lines counted under
+    /// `(other)` for keys past it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub folded: BTreeMap<&'static str, u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -680,6 +765,7 @@ impl Summary {
                 uptime: self.uptime,
                 wall_clock: self.wall.clone(),
                 cut_lines: self.cut_lines,
+                folded: self.folded(),
             },
             error_kinds: top(&self.error_kinds, n, |k| k.count)
                 .into_iter()
@@ -815,6 +901,14 @@ pub fn human(s: &Summary, n: usize, st: &Style) -> String {
     let _ = writeln!(o, "{t}");
     if ov.cut_lines > 0 {
         let _ = writeln!(o, "cut:       {} {}", ov.cut_lines, CUT_NOTE);
+    }
+    if !ov.folded.is_empty() {
+        let _ = writeln!(
+            o,
+            "folded:    {} — {}",
+            join_counts(&ov.folded, 20),
+            folded_note()
+        );
     }
     let _ = writeln!(o, "producers: {}", join_counts(ov.producers, 12));
     let _ = writeln!(o, "levels:    {}", join_counts(ov.levels, 5));
@@ -996,6 +1090,14 @@ pub fn markdown(s: &Summary, n: usize) -> String {
     }
     if ov.cut_lines > 0 {
         let _ = writeln!(o, "\n{} {}.", ov.cut_lines, CUT_NOTE);
+    }
+    if !ov.folded.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nFolded: {} — {}.",
+            join_counts(&ov.folded, 20),
+            folded_note()
+        );
     }
     if !d.error_kinds.is_empty() {
         let _ = writeln!(

@@ -207,6 +207,8 @@ pub struct Stats {
     pub samples: u64,
     /// Lines longer than `--max-line`, read cut.
     pub cut_lines: u64,
+    /// Metrics snapshots not read: of pods past what is kept.
+    pub snapshots_dropped: u64,
     /// Records outside `--since`/`--until`.
     pub outside: u64,
 }
@@ -841,7 +843,7 @@ fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -> Evidence 
     Evidence {
         source: source.to_string(),
         line,
-        text: text.to_string(),
+        text: crate::report::evidence::stored(text),
         kind,
         parts: how.event().and_then(crate::report::evidence::parts),
     }
