@@ -9,6 +9,7 @@ use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
 use anyhow::Result;
 use rayon::prelude::*;
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use typed_arena::Arena;
 
 /// What a pass over the input keeps of each record.
@@ -30,15 +31,15 @@ pub struct Options {
 }
 
 impl Default for Options {
+    /// 1 MiB blocks: explain's per-block state is several times its
+    /// block, and one block per thread is in flight.
     fn default() -> Self {
-        Options::blocks_of(4 << 20)
+        Options::blocks_of(1 << 20)
     }
 }
 
 impl Options {
-    /// Blocks of `bytes`. Commands whose per-block result is larger than
-    /// the block itself (`parse` renders JSON) take smaller blocks, so
-    /// memory stays flat.
+    /// Blocks of `bytes`.
     pub fn blocks_of(bytes: usize) -> Options {
         Options {
             block_size: bytes,
@@ -62,82 +63,229 @@ pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64
     acc
 }
 
+/// One block of whole lines, with what it needs to be processed alone.
+struct Block {
+    source: String,
+    data: Vec<u8>,
+    first_line: u64,
+    cuts: Vec<Cut>,
+}
+
+impl Block {
+    /// A fresh accumulator told of the block's cut lines, then fed its lines.
+    fn process<A: Accumulator>(&self, mut acc: A) -> A {
+        for c in &self.cuts {
+            acc.cut(&self.source, *c);
+        }
+        process_block(&self.source, &self.data, self.first_line, acc)
+    }
+}
+
+/// The blocks of every source in turn. A source that breaks off (a
+/// truncated `.gz`) is reported with what was read of it, and the next one
+/// is read.
+struct Reader<'s> {
+    sources: std::slice::IterMut<'s, Source>,
+    current: Option<input::Blocks<'s>>,
+    name: String,
+    opts: (usize, usize),
+    progress: Progress,
+}
+
+impl<'s> Reader<'s> {
+    fn new(sources: &'s mut [Source], opts: &Options) -> Reader<'s> {
+        let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
+        Reader {
+            sources: sources.iter_mut(),
+            current: None,
+            name: String::new(),
+            opts: (opts.block_size, opts.max_line),
+            progress: Progress::new(total, opts.progress),
+        }
+    }
+
+    /// The next block, read into `buf` (a spare buffer, or empty).
+    fn next(&mut self, mut buf: Vec<u8>) -> Option<Block> {
+        loop {
+            let blocks = match &mut self.current {
+                Some(b) => b,
+                None => {
+                    let src = self.sources.next()?;
+                    self.name = src.name.clone();
+                    let (size, max_line) = self.opts;
+                    self.current
+                        .insert(input::Blocks::new(src, size).max_line(max_line))
+                }
+            };
+            match blocks.next_into(&mut buf) {
+                Ok(Some(first_line)) => {
+                    self.progress.advance(buf.len() as u64);
+                    return Some(Block {
+                        source: self.name.clone(),
+                        cuts: blocks.cuts().to_vec(),
+                        data: buf,
+                        first_line,
+                    });
+                }
+                Ok(None) => {}
+                // What was read of it still counts, as do the others.
+                Err(e) => input::report_read_error(&e, blocks.lines_read()),
+            }
+            self.current = None;
+        }
+    }
+}
+
 /// Runs every source through `make`-d accumulators, one per block, feeding
-/// them in input order to `consume` (which may write output, or merge).
+/// them in input order to `consume` (which merges them: each is small
+/// beside its block).
 pub fn run<A, M, C>(sources: &mut [Source], opts: &Options, make: M, mut consume: C) -> Result<()>
 where
     A: Accumulator,
     M: Fn() -> A,
     C: FnMut(&str, A) -> Result<()>,
 {
-    let total = sources.iter().map(|s| s.size).sum::<Option<u64>>();
-    let mut progress = Progress::new(total, opts.progress);
+    let mut reader = Reader::new(sources, opts);
     let mut spare: Vec<Vec<u8>> = Vec::new();
-    for src in sources.iter_mut() {
-        let name = src.name.clone();
-        let mut blocks = input::Blocks::new(src, opts.block_size).max_line(opts.max_line);
-        loop {
-            let mut batch: Vec<(Vec<u8>, u64)> = Vec::with_capacity(opts.threads);
-            let mut cuts: Vec<Vec<Cut>> = Vec::with_capacity(opts.threads);
-            let mut broken = false;
-            while batch.len() < opts.threads.max(1) {
-                let mut buf = spare.pop().unwrap_or_default();
-                match blocks.next_into(&mut buf) {
-                    Ok(Some(first)) => {
-                        batch.push((buf, first));
-                        cuts.push(blocks.cuts().to_vec());
-                    }
-                    Ok(None) => {
-                        spare.push(buf);
-                        break;
-                    }
-                    // What was read of it still counts, as do the others.
-                    Err(e) => {
-                        input::report_read_error(&e, blocks.lines_read());
-                        spare.push(buf);
-                        broken = true;
-                        break;
-                    }
-                }
-            }
-            if batch.is_empty() {
-                break;
-            }
-            progress.advance(batch.iter().map(|(b, _)| b.len() as u64).sum());
-            // Accumulators are made (and, after `consume`, dropped) on this
-            // thread: their buffers then come from and return to one malloc
-            // arena instead of piling up in each worker's.
-            let fresh: Vec<A> = cuts
-                .iter()
-                .map(|cs| {
-                    let mut a = make();
-                    for c in cs {
-                        a.cut(&name, *c);
-                    }
-                    a
-                })
-                .collect();
-            let accs: Vec<A> = if batch.len() == 1 {
-                let (b, first) = &batch[0];
-                fresh
-                    .into_iter()
-                    .map(|a| process_block(&name, b, *first, a))
-                    .collect()
-            } else {
-                batch
-                    .par_iter()
-                    .zip(fresh)
-                    .map(|((b, first), a)| process_block(&name, b, *first, a))
-                    .collect()
-            };
-            for a in accs {
-                consume(&name, a)?;
-            }
-            spare.extend(batch.into_iter().map(|(b, _)| b));
-            if broken {
-                break;
+    loop {
+        let mut batch: Vec<Block> = Vec::with_capacity(opts.threads);
+        while batch.len() < opts.threads.max(1) {
+            match reader.next(spare.pop().unwrap_or_default()) {
+                Some(b) => batch.push(b),
+                None => break,
             }
         }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        // Accumulators are made (and, after `consume`, dropped) on this
+        // thread: their buffers then come from and return to one malloc
+        // arena instead of piling up in each worker's.
+        let fresh: Vec<A> = batch.iter().map(|_| make()).collect();
+        let accs: Vec<A> = if batch.len() == 1 {
+            vec![batch[0].process(fresh.into_iter().next().expect("one made"))]
+        } else {
+            batch
+                .par_iter()
+                .zip(fresh)
+                .map(|(b, a)| b.process(a))
+                .collect()
+        };
+        for (b, a) in batch.iter().zip(accs) {
+            consume(&b.source, a)?;
+        }
+        spare.extend(batch.into_iter().map(|b| b.data));
     }
-    Ok(())
+}
+
+/// Bytes of rendered output handed to the writer at a time.
+const CHUNK: usize = 64 << 10;
+/// Chunks of one block waiting for the writer, at most.
+const CHUNKS_QUEUED: usize = 4;
+
+/// A block's rendered output, sent to the writer in chunks as it grows:
+/// output many times larger than its block (`parse` of empty lines) never
+/// piles up.
+pub struct Chunks {
+    buf: Vec<u8>,
+    tx: Option<SyncSender<Vec<u8>>>,
+}
+
+impl Chunks {
+    /// Where to render; call `record_done` after each whole record.
+    pub fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// A whole record was rendered: a full chunk goes to the writer (and
+    /// waits while the writer is behind).
+    pub fn record_done(&mut self) {
+        if self.buf.len() >= CHUNK {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + (CHUNK >> 2)));
+        // The writer has stopped (a closed pipe): the rest is dropped.
+        if self.tx.as_ref().is_some_and(|tx| tx.send(chunk).is_err()) {
+            self.tx = None;
+        }
+    }
+}
+
+/// An accumulator that renders output rather than merging results.
+pub trait Render: Accumulator {
+    fn output(&mut self) -> &mut Chunks;
+}
+
+/// Runs every source through `make`-d renderers, one per block, in
+/// parallel, and hands their output to `write` in input order, while they
+/// render. Memory is bounded by the blocks in flight (a few per thread)
+/// and a few chunks each, whatever the output's size.
+pub fn stream<A, M, W>(sources: &mut [Source], opts: &Options, make: M, mut write: W) -> Result<()>
+where
+    A: Render,
+    M: Fn(Chunks) -> A + Sync,
+    W: FnMut(&[u8]) -> Result<()>,
+{
+    let threads = opts.threads.max(1);
+    let mut reader = Reader::new(sources, opts);
+    // Each block's chunk receiver, in input order: the writer drains one
+    // after the other. Bounded, so the reader waits when it runs ahead.
+    let (order_tx, order_rx) = mpsc::sync_channel::<Receiver<Vec<u8>>>(threads);
+    let (job_tx, job_rx) = mpsc::sync_channel::<(Block, SyncSender<Vec<u8>>)>(threads);
+    let job_rx = std::sync::Mutex::new(job_rx);
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|s| -> Result<()> {
+        spawn(s, "lpa-reader".into(), move || {
+            while let Some(block) = reader.next(spare_rx.try_recv().unwrap_or_default()) {
+                let (tx, rx) = mpsc::sync_channel(CHUNKS_QUEUED);
+                // Either fails only when the writer has stopped.
+                if order_tx.send(rx).is_err() || job_tx.send((block, tx)).is_err() {
+                    return;
+                }
+            }
+        })?;
+        for i in 0..threads {
+            let (job_rx, spare_tx, make) = (&job_rx, spare_tx.clone(), &make);
+            spawn(s, format!("lpa-render-{i}"), move || loop {
+                // Jobs are taken in input order, so the block the writer
+                // waits for is always being rendered, never queued
+                // behind blocks whose output waits for it.
+                let job = job_rx.lock().map(|rx| rx.recv());
+                let Ok(Ok((block, tx))) = job else { return };
+                let chunks = Chunks {
+                    buf: Vec::with_capacity(CHUNK + (CHUNK >> 2)),
+                    tx: Some(tx),
+                };
+                let mut acc = block.process(make(chunks));
+                acc.output().send();
+                drop(acc);
+                let _ = spare_tx.send(block.data);
+            })?;
+        }
+        drop(spare_tx);
+        // On an error the receivers are dropped, which stops the others.
+        for rx in order_rx {
+            for chunk in rx {
+                if !chunk.is_empty() {
+                    write(&chunk)?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn spawn<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    name: String,
+    f: impl FnOnce() + Send + 'scope,
+) -> Result<()> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn_scoped(s, f)
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("cannot start a worker thread: {e}"))
 }

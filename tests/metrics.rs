@@ -356,3 +356,24 @@ fn fail_fast_asks_for_the_proxy_metrics_that_decide() {
         "{cmds:?}"
     );
 }
+
+#[test]
+fn a_cluster_ip_and_its_service_name_make_one_no_endpoints_finding() {
+    // The log names the destination by its ClusterIP on the fail-fast
+    // lines and beside its Service's name on one line; the metrics name
+    // the Service: one destination, one finding.
+    let input = corpus("client-info-2.16.log") + &corpus("client-no-endpoints-2.16.prom");
+    let doc = explain(&input);
+    let found: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "discovery.no-endpoints")
+        .collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let dsts = found[0]["subjects"]["dst"].to_string();
+    assert!(
+        dsts.contains("payments.shop.svc.cluster.local:8080"),
+        "{dsts}"
+    );
+}

@@ -23,9 +23,10 @@ use clap::{CommandFactory, Parser};
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 
-/// `lpa parse`: each block renders its lines; blocks are written in order.
+/// `lpa parse`: each block renders its lines; blocks are written in order,
+/// in chunks as they are rendered.
 struct ParseOut {
-    buf: Vec<u8>,
+    out: pipeline::Chunks,
     /// Cut lines of the block not yet written, in order.
     cuts: Vec<Cut>,
     level: Option<Level>,
@@ -48,13 +49,20 @@ impl Accumulator for ParseOut {
             Record::Unparsed { .. } => self.only != Only::Events && self.level.is_none(),
         };
         if keep {
-            jsonl::write_record(&mut self.buf, source, rec);
+            jsonl::write_record(self.out.buf(), source, rec);
         }
         let end = rec.line() + u64::from(rec.lines());
         while let Some(c) = self.cuts.first().filter(|c| c.line < end).copied() {
             self.cuts.remove(0);
-            jsonl::write_cut(&mut self.buf, source, c);
+            jsonl::write_cut(self.out.buf(), source, c);
         }
+        self.out.record_done();
+    }
+}
+
+impl pipeline::Render for ParseOut {
+    fn output(&mut self) -> &mut pipeline::Chunks {
+        &mut self.out
     }
 }
 
@@ -67,35 +75,27 @@ fn cmd_parse(
 ) -> Result<i32> {
     let mut sources = out.open(files)?;
     let stdout = io::stdout();
-    // JSON is about three times the input: smaller blocks keep memory flat,
-    // and the output buffers are recycled rather than freed and allocated
-    // again (malloc would keep growing its heap for them).
+    // JSON is about three times the input, and many times more for short
+    // lines: small blocks, and their output streamed in chunks.
     let mut opts = pipeline::Options::blocks_of(1 << 20);
     opts.progress = !out.quiet;
     opts.max_line = max_line;
-    let pool: std::cell::RefCell<Vec<Vec<u8>>> = Default::default();
-    pipeline::run(
+    pipeline::stream(
         &mut sources,
         &opts,
-        || ParseOut {
-            buf: pool
-                .borrow_mut()
-                .pop()
-                .unwrap_or_else(|| Vec::with_capacity(opts.block_size * 3)),
+        |chunks| ParseOut {
+            out: chunks,
             level,
             only,
             cuts: Vec::new(),
         },
-        |_, mut acc| {
+        |chunk| {
             if out.anon.is_some() || out.quiet {
                 // JSON output is UTF-8 by construction.
-                out.write(&String::from_utf8_lossy(&acc.buf))?;
+                out.write(&String::from_utf8_lossy(chunk))
             } else {
-                stdout.lock().write_all(&acc.buf)?;
+                Ok(stdout.lock().write_all(chunk)?)
             }
-            acc.buf.clear();
-            pool.borrow_mut().push(acc.buf);
-            Ok(())
         },
     )?;
     stdout.lock().flush()?;
@@ -149,7 +149,13 @@ fn cmd_explain(
             (false, Format::Human) => follow::Updates::Stdout,
             (false, _) => follow::Updates::Stderr,
         };
-        follow::run(path, &engine, updates)?
+        let opts = follow::Follow {
+            path,
+            max_line: opts.max_line,
+            updates,
+            notices: !g.quiet,
+        };
+        follow::run(opts, &engine)?
     } else {
         let mut sources = out.open(files)?;
         analyze(&mut sources, opts, &engine)?
@@ -174,16 +180,30 @@ fn cmd_explain(
     Ok(fail_status(&report, args.fail_on))
 }
 
+/// Bytes of a ticket that triage reads: a ticket is prose with pasted
+/// excerpts; a whole log belongs to `lpa explain`, which streams.
+const TRIAGE_MAX: usize = 16 << 20;
+
 fn cmd_triage(file: Option<&PathBuf>, args: &ReportArgs, out: &mut Out) -> Result<i32> {
     let engine = args.engine()?;
     let files: Vec<PathBuf> = file.cloned().into_iter().collect();
     let mut text = Vec::new();
     let mut name = String::from("stdin");
+    let mut dropped = 0;
     for mut src in out.open(&files)? {
         name = src.name.clone();
-        src.read_to_end(&mut text)?;
+        dropped = src.read_capped(&mut text, TRIAGE_MAX)?;
     }
     let mut t = triage::triage(&name, &text, &engine);
+    if dropped > 0 {
+        let note = format!(
+            "Only the first {} MiB of the ticket were read; {dropped} bytes after them were not. \
+             For a whole log, run `lpa explain` on it.",
+            TRIAGE_MAX >> 20
+        );
+        eprintln!("lpa: {note}");
+        t.report.notes.push(note);
+    }
     args.hide(&mut t.report);
     match args.format {
         Format::Json => out.write(&(serde_json::to_string_pretty(&t)? + "\n"))?,

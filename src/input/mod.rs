@@ -36,12 +36,35 @@ impl Source {
         }
     }
 
-    /// Reads everything that is left (tickets are read whole).
+    /// Reads everything that is left (`--anonymize` learns its mapping
+    /// from the whole input before it renders).
     pub fn read_to_end(&mut self, buf: &mut Vec<u8>) -> Result<()> {
         let r = self.reader()?.read_to_end(buf);
         r.map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", self.name))?;
         self.close();
         Ok(())
+    }
+
+    /// Reads up to `max` bytes, ending at a line end when there is one;
+    /// what is left is read and counted, never kept. The bytes not kept.
+    pub fn read_capped(&mut self, buf: &mut Vec<u8>, max: usize) -> Result<u64> {
+        let name = self.name.clone();
+        let fail = |e: io::Error| anyhow::anyhow!("cannot read '{name}': {e}");
+        let r = self.reader()?;
+        r.by_ref()
+            .take(max as u64 + 1)
+            .read_to_end(buf)
+            .map_err(fail)?;
+        if buf.len() <= max {
+            self.close();
+            return Ok(0);
+        }
+        let keep = memrchr(b'\n', &buf[..max]).map_or(max, |i| i + 1);
+        let rest = io::copy(r, &mut io::sink()).map_err(fail)?;
+        let dropped = (buf.len() - keep) as u64 + rest;
+        buf.truncate(keep);
+        self.close();
+        Ok(dropped)
     }
 
     /// Opens the file now, with the error naming it; the size is known when
@@ -258,6 +281,8 @@ pub struct Blocks<'s> {
     dropped: u64,
     /// A read error, told after the block read before it.
     error: Option<anyhow::Error>,
+    /// Blocks of what one read returned, for follow mode.
+    live: bool,
 }
 
 impl<'s> Blocks<'s> {
@@ -276,7 +301,18 @@ impl<'s> Blocks<'s> {
             read_line: 1,
             dropped: 0,
             error: None,
+            live: false,
         }
+    }
+
+    /// Follow mode: a block is the whole lines that one read brings, cut
+    /// right after the last of them, so a line is matched as soon as it
+    /// ends (the next block may continue its record) and a slow pipe is
+    /// never waited on for a block's worth of bytes. The line cap and line
+    /// ends are as in other modes.
+    pub fn live(mut self) -> Self {
+        self.live = true;
+        self
     }
 
     /// Reads at most `n` bytes of any line.
@@ -310,6 +346,9 @@ impl<'s> Blocks<'s> {
             self.fill(buf, want)?;
             if self.eof {
                 break buf.len();
+            }
+            if self.live {
+                break self.line_start;
             }
             match anchored_cut(buf, checked) {
                 Some(cut) => break cut,
@@ -356,8 +395,18 @@ impl<'s> Blocks<'s> {
     /// Appends up to `limit` bytes; the number read.
     fn read(&mut self, buf: &mut Vec<u8>, limit: usize) -> Result<usize> {
         loop {
-            // read_to_end on a bounded reader appends without zero-filling.
-            match self.src.reader()?.take(limit as u64).read_to_end(buf) {
+            let r = if self.live {
+                // One read: what a pipe has now, not `limit` bytes later.
+                let old = buf.len();
+                buf.resize(old + limit.max(1 << 16), 0);
+                let r = self.src.reader()?.read(&mut buf[old..]);
+                buf.truncate(old + *r.as_ref().unwrap_or(&0));
+                r
+            } else {
+                // read_to_end on a bounded reader appends without zero-filling.
+                self.src.reader()?.take(limit as u64).read_to_end(buf)
+            };
+            match r {
                 Ok(0) => {
                     self.src.close();
                     return Ok(0);

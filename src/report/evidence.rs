@@ -12,6 +12,28 @@ pub struct Parts {
     pub tail: String,
 }
 
+/// Bytes of an evidence line kept when it is stored: a line of megabytes
+/// (up to `--max-line`) is kept as its start and end, so a report's memory
+/// does not grow with the input's line length.
+const MAX_STORED: usize = 4096;
+
+/// `s` cut to about `MAX_STORED` bytes: its start and its end (where a
+/// log line keeps its message and error), with the middle's size told.
+pub fn stored(s: &str) -> String {
+    if s.len() <= MAX_STORED {
+        return s.to_string();
+    }
+    let mut head = MAX_STORED / 2;
+    while !s.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = s.len() - MAX_STORED / 2;
+    while !s.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!("{}…[{} bytes]…{}", &s[..head], tail - head, &s[tail..])
+}
+
 /// Where `inner` starts in `outer`, when it is a slice of it.
 fn offset(outer: &str, inner: &str) -> Option<usize> {
     let (o, i) = (outer.as_ptr() as usize, inner.as_ptr() as usize);
@@ -21,6 +43,15 @@ fn offset(outer: &str, inner: &str) -> Option<usize> {
 /// The parts of an event's line; `None` when it has no span stack to give
 /// up (the line is then shown whole).
 pub fn parts(ev: &Event<'_>) -> Option<Parts> {
+    let p = whole_parts(ev)?;
+    Some(Parts {
+        head: stored(&p.head),
+        spans: stored(&p.spans),
+        tail: stored(&p.tail),
+    })
+}
+
+fn whole_parts(ev: &Event<'_>) -> Option<Parts> {
     let first = ev.spans.first()?;
     match ev.producer {
         Producer::ProxyJson | Producer::LogrusJson | Producer::AccessJson => Some(normalised(ev)),

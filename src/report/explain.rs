@@ -75,6 +75,9 @@ impl Report {
                     .to_string(),
             );
         }
+        if stats.snapshots_dropped > 0 {
+            notes.push(metrics_dropped_note(stats.snapshots_dropped));
+        }
         if stats.cut_lines > 0 {
             notes.push(format!(
                 "{}: what {} past it is not read.",
@@ -261,18 +264,14 @@ fn workload(pod: &str) -> Option<&str> {
     }
 }
 
-/// Shortens a long evidence line in the middle (span stacks), keeping the
-/// head (time, level) and the tail (target, message, fields).
-pub fn elide(s: &str, max: usize) -> String {
-    let n = s.chars().count();
-    if n <= max {
-        return s.to_string();
-    }
-    let head = max / 4;
-    let tail = max - head - 1;
-    let h: String = s.chars().take(head).collect();
-    let t: String = s.chars().skip(n - tail).collect();
-    format!("{h}…{t}")
+/// What it means that metrics snapshots were not kept.
+pub fn metrics_dropped_note(n: u64) -> String {
+    format!(
+        "{n} metrics snapshots were not read: lpa keeps the snapshots of at most {} pods \
+         ({} MiB of them); give the pods that matter in a smaller input.",
+        crate::rules::snapshot::MAX_PODS,
+        crate::rules::snapshot::MAX_KEPT_BYTES >> 20
+    )
 }
 
 /// Templates of unplaced warnings shown: fewer when findings explain the

@@ -99,6 +99,17 @@ impl Reduce for Tables {
         self.open_fds = o.open_fds.or(self.open_fds);
         self.max_fds = o.max_fds.or(self.max_fds);
     }
+
+    fn weight(&self) -> usize {
+        let keys = |n: usize| n * 128;
+        keys(self.authorities.len())
+            + keys(self.errno.len() + self.denials.len() + self.balancers.len())
+            + self
+                .error_kinds
+                .values()
+                .map(|f| keys(1 + f.len()))
+                .sum::<usize>()
+    }
 }
 
 impl Tables {
@@ -239,6 +250,13 @@ pub struct MetricsDoc {
     pub error_kinds: Vec<(String, f64)>,
     pub authz_denials: Vec<(String, f64)>,
     pub balancers: Vec<BalancerRow>,
+    /// Snapshots not read (pods past what is kept).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub snapshots_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn ranked(m: BTreeMap<String, f64>, n: usize) -> Vec<(String, f64)> {
@@ -266,11 +284,14 @@ fn unattributed(t: &Tables) -> Failures {
 
 /// The section from every pod's latest snapshot, `n` rows per table.
 pub fn doc(snaps: &Snapshots<Tables>, n: usize) -> Option<MetricsDoc> {
-    let pods: Vec<Pod<Tables>> = snaps.clone().finish();
+    let (pods, dropped): (Vec<Pod<Tables>>, u64) = snaps.clone().finish();
     if pods.is_empty() {
         return None;
     }
-    let mut d = MetricsDoc::default();
+    let mut d = MetricsDoc {
+        snapshots_dropped: dropped,
+        ..MetricsDoc::default()
+    };
     let mut auth: BTreeMap<String, Failures> = BTreeMap::new();
     let mut errno: BTreeMap<String, f64> = BTreeMap::new();
     let mut kinds: BTreeMap<String, f64> = BTreeMap::new();
@@ -368,6 +389,10 @@ pub fn human(o: &mut String, m: &MetricsDoc, st: &Style, width: usize) {
             "max fds",
         ],
     );
+    if m.snapshots_dropped > 0 {
+        let note = crate::report::explain::metrics_dropped_note(m.snapshots_dropped);
+        let _ = writeln!(o, "{note}");
+    }
     for p in &m.proxies {
         t.add_row(vec![
             Cell::new(&p.pod),
@@ -427,6 +452,10 @@ pub fn human(o: &mut String, m: &MetricsDoc, st: &Style, width: usize) {
 /// The section in `summarize`'s Markdown output; label values from the
 /// input stand in code spans.
 pub fn markdown(o: &mut String, m: &MetricsDoc) {
+    if m.snapshots_dropped > 0 {
+        let note = crate::report::explain::metrics_dropped_note(m.snapshots_dropped);
+        let _ = writeln!(o, "\n{note}");
+    }
     let _ = writeln!(
         o,
         "\n### Metrics\n\n| proxy | certificate expires in | open fds | max fds |\n|---|---:|---:|---:|"

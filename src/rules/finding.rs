@@ -55,6 +55,13 @@ impl Values {
     pub fn first(&self) -> Option<String> {
         self.ranked().into_iter().next()
     }
+    /// Each value that `names` renames counts under its new name.
+    pub fn rename(&mut self, names: &BTreeMap<String, String>) {
+        for (k, n) in std::mem::take(&mut self.0) {
+            let k = names.get(&k).cloned().unwrap_or(k);
+            *self.0.entry(k).or_insert(0) += n;
+        }
+    }
 }
 
 /// A time in the log: uptime seconds or a wall-clock string.

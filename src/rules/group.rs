@@ -215,7 +215,7 @@ pub(super) fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -
     Evidence {
         source: source.to_string(),
         line,
-        text: text.to_string(),
+        text: crate::report::evidence::stored(text),
         kind,
         parts: how.event().and_then(crate::report::evidence::parts),
     }

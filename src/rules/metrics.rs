@@ -384,6 +384,24 @@ impl Reduce for Found {
             }
         }
     }
+
+    fn weight(&self) -> usize {
+        self.series
+            .iter()
+            .map(|((_, _, g), a)| {
+                // Allocator and tree-node overheads included, as measured:
+                // 312 pods of 9,000 series, peak RSS against the sum.
+                let lines: usize = a.lines.iter().map(|l| 2 * l.text.len() + 96).sum();
+                let subjects: usize = a
+                    .subjects
+                    .values()
+                    .flat_map(|v| v.0.keys())
+                    .map(|k| 2 * k.len() + 128)
+                    .sum();
+                2 * g.len() + lines + subjects + 384
+            })
+            .sum()
+    }
 }
 
 /// The direction of a series: its `direction` label, or its family's

@@ -7,12 +7,18 @@
 //! tells what grew), so memory stays flat however many are read.
 
 /// Pods (or unnamed proxies) whose snapshots are kept.
-const MAX_PODS: usize = 256;
+pub const MAX_PODS: usize = 256;
+/// Bytes (estimated by `Reduce::weight`) of the snapshots kept: a pod's
+/// reduced snapshot can hold thousands of series, so many pods are bounded
+/// by their size as well as their number.
+pub const MAX_KEPT_BYTES: usize = 16 << 20;
 
 /// What a snapshot reduces its samples to; merging adds a later part of the
 /// same snapshot.
 pub trait Reduce: Default {
     fn merge(&mut self, later: Self);
+    /// About the bytes it holds, for `MAX_KEPT_BYTES`.
+    fn weight(&self) -> usize;
 }
 
 /// One line of a snapshot kept as evidence: where it is and what it says.
@@ -147,7 +153,9 @@ pub struct Snapshots<D> {
     cut: bool,
     open: Option<Snapshot<D>>,
     pods: Vec<(String, Pod<D>)>,
-    /// Snapshots of pods past `MAX_PODS`, not kept.
+    /// The weight of the snapshots in `pods`.
+    kept: usize,
+    /// Snapshots not kept: of pods past `MAX_PODS` or `MAX_KEPT_BYTES`.
     pub dropped: u64,
 }
 
@@ -158,6 +166,7 @@ impl<D> Default for Snapshots<D> {
             cut: false,
             open: None,
             pods: Vec::new(),
+            kept: 0,
             dropped: 0,
         }
     }
@@ -213,9 +222,18 @@ impl<D: Reduce> Snapshots<D> {
             return;
         }
         let key = s.key();
+        let w = s.data.weight();
         if let Some((_, p)) = self.pods.iter_mut().find(|(k, _)| *k == key) {
+            // A pod's later snapshot replaces its latest: the latest decides.
+            let old = p.latest.as_ref().map_or(0, |l| l.data.weight());
+            if self.kept - old + w > MAX_KEPT_BYTES {
+                self.dropped += 1;
+                return;
+            }
+            self.kept = self.kept - old + w;
             p.latest = Some(s);
-        } else if self.pods.len() < MAX_PODS {
+        } else if self.pods.len() < MAX_PODS && self.kept + w <= MAX_KEPT_BYTES {
+            self.kept += w;
             self.pods.push((
                 key,
                 Pod {
@@ -252,8 +270,9 @@ impl<D: Reduce> Snapshots<D> {
         self.dropped += later.dropped;
     }
 
-    /// Every pod's snapshots, in input order of their first.
-    pub fn finish(mut self) -> Vec<Pod<D>> {
+    /// Every pod's snapshots, in input order of their first, and the number
+    /// of snapshots not kept.
+    pub fn finish(mut self) -> (Vec<Pod<D>>, u64) {
         let mut out = Snapshots::default();
         if let Some(h) = self.head.take() {
             out.keep(h);
@@ -266,7 +285,8 @@ impl<D: Reduce> Snapshots<D> {
                 out.keep(l);
             }
         }
-        out.pods.into_iter().map(|(_, p)| p).collect()
+        let dropped = out.dropped;
+        (out.pods.into_iter().map(|(_, p)| p).collect(), dropped)
     }
 }
 
@@ -280,6 +300,10 @@ mod tests {
     impl Reduce for Lines {
         fn merge(&mut self, later: Self) {
             self.0.extend(later.0);
+        }
+
+        fn weight(&self) -> usize {
+            self.0.len() * 8
         }
     }
 
@@ -309,6 +333,7 @@ mod tests {
         total.merge(st);
         total
             .finish()
+            .0
             .into_iter()
             .map(|p| {
                 (

@@ -33,6 +33,8 @@ pub struct Stats {
     pub samples: u64,
     /// Lines longer than `--max-line`, read cut.
     pub cut_lines: u64,
+    /// Metrics snapshots not read: of pods past what is kept.
+    pub snapshots_dropped: u64,
     /// Records outside `--since`/`--until`.
     pub outside: u64,
 }

@@ -31,7 +31,8 @@ impl State<'_> {
     pub fn finish(mut self, era_override: Option<Era>) -> Report {
         self.settle();
         let engine = self.engine;
-        let pods = std::mem::take(&mut self.metrics).finish();
+        let (pods, dropped) = std::mem::take(&mut self.metrics).finish();
+        self.stats.snapshots_dropped = dropped;
         for (ri, group, acc) in engine.metrics.evaluate(&engine.rules, &pods) {
             self.add_acc(ri, group, acc);
         }
@@ -42,6 +43,16 @@ impl State<'_> {
         let rules = &self.engine.rules;
         let mut groups: Vec<((usize, String), Acc)> =
             std::mem::take(&mut self.groups).into_iter().collect();
+        // A ClusterIP the log showed beside its Service's name is that
+        // destination: the findings about either are one.
+        for ((_, g), acc) in groups.iter_mut() {
+            if let Some(name) = self.aliases.get(g.as_str()) {
+                *g = name.clone();
+                if let Some(d) = acc.subjects.get_mut(&Subject::Dst) {
+                    d.rename(&self.aliases);
+                }
+            }
+        }
         groups.sort_by(|a, b| a.0.cmp(&b.0));
         let told: std::collections::BTreeSet<(&str, String)> = groups
             .iter()

@@ -1,7 +1,8 @@
 //! Reading events into a [`Summary`]: one accumulator per block of input.
 
 use super::{
-    bump, entry, slot, template, Kind, SourceStats, Summary, MAX_KEYS, MAX_SECONDS, OTHER,
+    bump, bump_in, entry, short, slot, template, Kind, SourceStats, Summary, MAX_KEYS,
+    MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
 };
 use crate::parse::typed::host_of;
 use crate::parse::{Event, Level, Metric, Record};
@@ -73,10 +74,10 @@ impl<'e> SummaryAcc<'e> {
         }
         self.era_sampler.observe(self.engine, ev, &mut s.era);
         if let Some(p) = ev.wrapper.pod {
-            bump(&mut s.pods, p, 1);
+            bump(&mut s.pods, short(p).as_ref(), 1);
         }
         if let Some(c) = ev.wrapper.container {
-            bump(&mut s.containers, c, 1);
+            bump(&mut s.containers, short(c).as_ref(), 1);
         }
         if let Some(u) = ev.uptime {
             s.uptime = Some(s.uptime.map_or((u, u), |(a, b)| (a.min(u), b.max(u))));
@@ -144,11 +145,11 @@ impl<'e> SummaryAcc<'e> {
                 let kind = connect_kind(&format!("{msg} {err}"));
                 *d.connect_errors.entry(kind.to_string()).or_insert(0) += 1;
                 if let Some(p) = ev.endpoint() {
-                    bump(&mut d.endpoints, p, 1);
+                    bump_in(&mut d.endpoints, short(p).as_ref(), 1, MAX_NESTED_KEYS);
                 }
             }
             if let Some(st) = ev.status() {
-                *d.statuses.entry(st).or_insert(0) += 1;
+                bump_in(&mut d.statuses, &st, 1, MAX_NESTED_KEYS);
             }
         }
         if let Some(c) = ev.client_addr().filter(|c| !c.starts_with(':')) {
@@ -158,13 +159,13 @@ impl<'e> SummaryAcc<'e> {
             p.closes_with_error += u64::from(msg == "Connection closed" && error.is_some());
         }
         if let Some(p) = ev.endpoint() {
-            bump(&mut s.endpoints, p, 1);
+            bump(&mut s.endpoints, short(p).as_ref(), 1);
         }
         let tls_state: Option<Cow<str>> = if let Some(t) = ev.tls() {
             Some(match (t.state.as_ref(), t.reason, t.client_id) {
                 ("none", Some(r), _) => format!("none ({r})").into(),
                 ("established", _, Some(id)) => {
-                    bump(&mut s.identities, id, 1);
+                    bump(&mut s.identities, short(id).as_ref(), 1);
                     "established".into()
                 }
                 (st, _, _) => st.to_string().into(),
@@ -184,11 +185,16 @@ impl<'e> SummaryAcc<'e> {
         };
         if let Some(t) = tls_state {
             let port = ev.port().map_or_else(|| "-".to_string(), |p| p.to_string());
-            bump(slot(&mut s.tls, &port), t.as_ref(), 1);
+            bump_in(
+                slot(&mut s.tls, &port),
+                short(&t).as_ref(),
+                1,
+                MAX_NESTED_KEYS,
+            );
         }
         for id in ev.identities() {
             if ev.tls().is_none() {
-                bump(&mut s.identities, id, 1);
+                bump(&mut s.identities, short(id).as_ref(), 1);
             }
         }
         if loud && !self.engine.knows(&ev.text) {

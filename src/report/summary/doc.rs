@@ -1,7 +1,7 @@
 //! The summary ranked into the document `summarize --format json` prints
 //! and the human and Markdown tables show: the top rows of each table.
 
-use super::{Dest, Kind, Peer, SourceStats, Summary};
+use super::{Dest, Kind, Peer, SourceStats, Summary, MAX_KEYS, MAX_NESTED_KEYS, OTHER};
 use crate::report::metrics_summary::{self, MetricsDoc};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -58,6 +58,10 @@ pub struct Overview<'a> {
     pub wall_clock: Option<(String, String)>,
     #[serde(skip_serializing_if = "is_zero")]
     pub cut_lines: u64,
+    /// Tables that reached their cap of keys: the lines counted under
+    /// `(other)` for keys past it.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub folded: BTreeMap<&'static str, u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -158,6 +162,7 @@ impl Summary {
                 uptime: self.uptime,
                 wall_clock: self.wall.clone(),
                 cut_lines: self.cut_lines,
+                folded: self.folded(),
             },
             error_kinds: top(&self.error_kinds, n, |k| k.count)
                 .into_iter()
@@ -214,4 +219,51 @@ impl Summary {
             metrics: metrics_summary::doc(&self.metrics, n),
         }
     }
+}
+
+impl Summary {
+    /// Per table at its cap, the lines under `(other)`.
+    fn folded(&self) -> BTreeMap<&'static str, u64> {
+        let other = |m: &BTreeMap<String, u64>| m.get(OTHER).copied().unwrap_or(0);
+        let kinds = |m: &BTreeMap<String, Kind>| m.get(OTHER).map_or(0, |k| k.count);
+        let dests = self.destinations.get(OTHER);
+        let clients = self.clients.get(OTHER);
+        let tls_ports = self.tls.get(OTHER).map_or(0, |m| m.values().sum());
+        let pairs = [
+            ("pods", other(&self.pods)),
+            ("containers", other(&self.containers)),
+            ("error_kinds", kinds(&self.error_kinds)),
+            ("unknown", kinds(&self.unknown)),
+            ("destinations", dests.map_or(0, |d| d.events)),
+            (
+                "destination_endpoints",
+                self.destinations
+                    .values()
+                    .map(|d| other(&d.endpoints))
+                    .sum(),
+            ),
+            (
+                "destination_statuses",
+                self.destinations
+                    .values()
+                    .map(|d| d.statuses.get(&0).copied().unwrap_or(0))
+                    .sum(),
+            ),
+            ("clients", clients.map_or(0, |p| p.events)),
+            ("endpoints", other(&self.endpoints)),
+            ("tls_ports", tls_ports),
+            ("tls_states", self.tls.values().map(other).sum()),
+            ("identities", other(&self.identities)),
+            ("statuses", self.statuses.get(&0).copied().unwrap_or(0)),
+        ];
+        pairs.into_iter().filter(|(_, n)| *n > 0).collect()
+    }
+}
+
+/// What the `folded` counts mean, after the tables' names.
+pub(super) fn folded_note() -> String {
+    format!(
+        "tables were full ({MAX_KEYS} keys, {MAX_NESTED_KEYS} within a row): \
+         lines of further keys are counted under {OTHER}"
+    )
 }

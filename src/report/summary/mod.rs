@@ -18,11 +18,17 @@ use crate::parse::typed::EraVote;
 use crate::parse::Level;
 use crate::rules::snapshot::Snapshots;
 use serde::Serialize;
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
 
 /// Keys kept per table; past this, new keys count under `(other)`.
 const MAX_KEYS: usize = 2000;
+/// Keys kept per table inside a row (a destination's endpoints, a port's
+/// TLS states): 2000 destinations × 2000 endpoints would be 4 M keys.
+const MAX_NESTED_KEYS: usize = 64;
+/// Bytes of a key kept: a hostile line's megabyte "destination" is one
+/// bounded key, not a megabyte per table row.
+const MAX_KEY_LEN: usize = 256;
 /// Seconds kept in the time histogram.
 const MAX_SECONDS: usize = 200_000;
 const OTHER: &str = "(other)";
@@ -52,9 +58,18 @@ where
     K: Ord + Borrow<Q> + Overflow,
     Q: Ord + ToOwned<Owned = K> + ?Sized,
 {
+    bump_in(m, k, n, MAX_KEYS)
+}
+
+/// `bump` into a table of at most `cap` keys.
+fn bump_in<K, Q>(m: &mut BTreeMap<K, u64>, k: &Q, n: u64, cap: usize)
+where
+    K: Ord + Borrow<Q> + Overflow,
+    Q: Ord + ToOwned<Owned = K> + ?Sized,
+{
     if let Some(c) = m.get_mut(k) {
         *c += n;
-    } else if m.len() < MAX_KEYS {
+    } else if m.len() < cap {
         m.insert(k.to_owned(), n);
     } else {
         *m.entry(K::other()).or_insert(0) += n;
@@ -64,12 +79,26 @@ where
 /// The entry for `k`, or the shared `(other)` entry once the table is full.
 /// Looks up before allocating: most keys repeat.
 fn slot<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
-    let key = if m.len() < MAX_KEYS || m.contains_key(k) {
-        k
+    let k = short(k);
+    let key = if m.len() < MAX_KEYS || m.contains_key(k.as_ref()) {
+        k.as_ref()
     } else {
         OTHER
     };
     entry(m, key)
+}
+
+/// A key cut to `MAX_KEY_LEN` bytes (at a character boundary) before it is
+/// stored.
+fn short(k: &str) -> Cow<'_, str> {
+    if k.len() <= MAX_KEY_LEN {
+        return Cow::Borrowed(k);
+    }
+    let mut end = MAX_KEY_LEN;
+    while !k.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}…", &k[..end]))
 }
 
 /// The entry for `k`, made if missing, without allocating a key that is
@@ -211,10 +240,10 @@ impl Summary {
                 *d.connect_errors.entry(a).or_insert(0) += n;
             }
             for (a, n) in v.endpoints {
-                bump(&mut d.endpoints, a.as_str(), n);
+                bump_in(&mut d.endpoints, a.as_str(), n, MAX_NESTED_KEYS);
             }
             for (a, n) in v.statuses {
-                *d.statuses.entry(a).or_insert(0) += n;
+                bump_in(&mut d.statuses, &a, n, MAX_NESTED_KEYS);
             }
         }
         for (k, v) in o.clients {
@@ -229,7 +258,7 @@ impl Summary {
         for (port, states) in o.tls {
             let m = slot(&mut self.tls, &port);
             for (st, n) in states {
-                *m.entry(st).or_insert(0) += n;
+                bump_in(m, st.as_str(), n, MAX_NESTED_KEYS);
             }
         }
         for (k, v) in o.identities {

@@ -1,5 +1,6 @@
 //! The summary for a terminal (tables that fit its width) and as Markdown.
 
+use super::doc::folded_note;
 use super::{cut_note, Summary};
 use crate::report::metrics_summary;
 use crate::report::style::Style;
@@ -80,6 +81,10 @@ pub fn human(s: &Summary, n: usize, st: &Style, width: usize) -> String {
     let _ = writeln!(o, "{}", fit(&t));
     if ov.cut_lines > 0 {
         o.push_str(&field("cut:", &cut_note(ov.cut_lines), width));
+    }
+    if !ov.folded.is_empty() {
+        let note = format!("{} — {}", join_counts(&ov.folded, 20), folded_note());
+        o.push_str(&field("folded:", &note, width));
     }
     o.push_str(&field("producers:", &join_counts(ov.producers, 12), width));
     o.push_str(&field("levels:", &join_counts(ov.levels, 5), width));
@@ -267,6 +272,14 @@ pub fn markdown(s: &Summary, n: usize) -> String {
     }
     if ov.cut_lines > 0 {
         let _ = writeln!(o, "\n{}.", cut_note(ov.cut_lines));
+    }
+    if !ov.folded.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nFolded: {} — {}.",
+            join_counts(&ov.folded, 20),
+            folded_note()
+        );
     }
     if !d.error_kinds.is_empty() {
         let _ = writeln!(
