@@ -214,5 +214,5 @@ fn stdin_lines_are_read_up_to_max_line_and_sigint_reports() {
     drop(stdin);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(lines_read(&out, &err), 3, "stderr: {err}");
-    assert!(out.contains("1 lines longer than --max-line"), "{out}");
+    assert!(out.contains("1 line longer than --max-line"), "{out}");
 }
