@@ -216,3 +216,133 @@ fn stdin_lines_are_read_up_to_max_line_and_sigint_reports() {
     assert_eq!(lines_read(&out, &err), 3, "stderr: {err}");
     assert!(out.contains("1 line longer than --max-line"), "{out}");
 }
+
+const REFUSED: &str = "[  1843.207731s]  WARN ThreadId(01) outbound:proxy{addr=10.96.118.7:8080}:endpoint{addr=10.42.1.77:8080}: linkerd_reconnect: Failed to connect error=Connection refused (os error 111)\n";
+const ADMIN: &str = "[    17.302074s]  INFO ThreadId(02) daemon:admin{listen.addr=0.0.0.0:4191}:accept{client.addr=10.4.7.22:51234}: linkerd_app_core::serve: Connection closed error=proxy admin server is HTTP-only\n";
+
+#[test]
+fn after_a_rotation_lines_are_numbered_in_their_own_file() {
+    let dir = tmp("numbers");
+    let path = dir.join("proxy.log");
+    let mut f = File::create(&path).unwrap();
+    append(&mut f, 0, 5);
+    let child = follow(&path);
+    fs::rename(&path, dir.join("proxy.log.1")).unwrap();
+    // Written to the moved file after the rotation: still its line 6.
+    let mut g = File::create(&path).unwrap();
+    f.write_all(REFUSED.as_bytes()).unwrap();
+    g.write_all(line(0).as_bytes()).unwrap();
+    g.write_all(REFUSED.as_bytes()).unwrap();
+    thread::sleep(Duration::from_millis(1500));
+    let (code, out, err) = stop(child, libc::SIGTERM);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(lines_read(&out, &err), 8, "stderr: {err}");
+    let second = format!("{} (file 2)", path.display());
+    assert!(err.contains(&format!("cited as '{second}'")), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let mut cited: Vec<(String, u64)> = doc["findings"][0]["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["source"].as_str().unwrap().to_string(),
+                e["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    cited.sort();
+    let first = path.display().to_string();
+    assert_eq!(cited, [(first, 6), (second, 2)], "{out}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn running_lines_are_told_when_a_count_doubles_and_benign_once() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
+        .args(["explain", "--follow", "--color", "never"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Ten bursts, each seen on its own tick (ticks are 500 ms apart).
+    for _ in 0..10 {
+        stdin.write_all(REFUSED.as_bytes()).unwrap();
+        stdin.write_all(ADMIN.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        thread::sleep(Duration::from_millis(600));
+    }
+    drop(stdin);
+    let (code, out, err) = finish(&mut child);
+    assert_eq!(code, Some(0), "{err}");
+    let running: Vec<&str> = out
+        .lines()
+        .take_while(|l| !l.starts_with("lpa explain:"))
+        .filter(|l| l.starts_with(['+', '~']))
+        .collect();
+    assert_eq!(
+        running
+            .iter()
+            .filter(|l| l.starts_with("+ benign admin.non-http"))
+            .count(),
+        1,
+        "{out}"
+    );
+    assert!(!running.iter().any(|l| l.starts_with("~ admin")), "{out}");
+    let counts: Vec<u64> = running
+        .iter()
+        .filter(|l| l.starts_with("~ connect.refused"))
+        .map(|l| {
+            l.rsplit(": ")
+                .next()
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    // Told at 1, then at 2, 4 and 8 (or later, when ticks merge bursts).
+    assert!((1..=3).contains(&counts.len()), "{out}");
+    assert!(counts.windows(2).all(|w| w[1] >= 2 * w[0]), "{out}");
+}
+
+/// explain without --follow on stdin that gets a line, then stays open
+/// for `open`; its stderr.
+fn explain_stdin(open: Duration, extra: &[&str]) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
+        .arg("explain")
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(REFUSED.as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    thread::sleep(open);
+    drop(stdin);
+    let (code, out, err) = finish(&mut child);
+    assert_eq!(code, Some(0), "{err}");
+    // With --quiet the report is the exit status alone.
+    assert!(
+        extra.contains(&"--quiet") || out.contains("connect.refused"),
+        "{out}"
+    );
+    err
+}
+
+#[test]
+fn a_stdin_that_stays_open_without_follow_gets_a_hint() {
+    let err = explain_stdin(Duration::from_millis(4500), &[]);
+    assert!(
+        err.contains("still open") && err.contains("explain --follow"),
+        "{err}"
+    );
+    assert!(explain_stdin(Duration::from_millis(4500), &["--quiet"]).is_empty());
+    assert!(explain_stdin(Duration::from_millis(200), &[]).is_empty());
+}

@@ -115,7 +115,7 @@ pub enum Command {
         files: Vec<PathBuf>,
         #[command(flatten)]
         read: ReadArgs,
-        /// Keep reading (stdin, or one FILE across rotation): print findings as they appear, the full report at the end or on Ctrl-C.
+        /// Keep reading (stdin, or one FILE across rotation): print findings as they appear, the full report at the end or on Ctrl-C or SIGTERM.
         #[arg(long, short)]
         follow: bool,
         #[command(flatten)]

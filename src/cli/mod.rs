@@ -400,6 +400,25 @@ fn bin_name() -> String {
         .unwrap_or_else(|| "lpa".to_string())
 }
 
+/// What stdin that stays open and quiet is told (`kubectl logs -f` piped
+/// into a command that reports at the end of its input).
+fn waiting_hint(command: &Command) -> Option<String> {
+    let what = match command {
+        Command::Explain { follow: false, .. } => format!(
+            "explain reports when it ends; to see findings as a stream \
+             (kubectl logs -f) brings them, run: {} explain --follow",
+            bin_name()
+        ),
+        Command::Summarize { .. } => "summarize reports when it ends; for a followed log, \
+             read a window that ends: kubectl logs --since=10m …"
+            .to_string(),
+        _ => return None,
+    };
+    Some(format!(
+        "lpa: standard input is still open and has sent nothing for a few seconds; {what}"
+    ))
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
@@ -435,6 +454,11 @@ pub fn main() -> i32 {
              (or name a file, or pipe: kubectl logs POD -c linkerd-proxy | {} …)",
             bin_name()
         );
+    }
+    if !g.quiet && cli.command.reads_stdin() && !io::stdin().is_terminal() {
+        if let Some(hint) = waiting_hint(&cli.command) {
+            input::idle::hint_when_waiting(hint);
+        }
     }
     let result = match &cli.command {
         Command::Parse {

@@ -5,6 +5,7 @@
 //! thread) are tokenized in parallel, and only the per-block results
 //! (accumulators, rendered output) outlive them.
 
+pub mod idle;
 pub mod wrap;
 
 use anyhow::{bail, Context, Result};
@@ -84,7 +85,7 @@ impl Source {
 
     /// Standard input (`kubectl logs … | gzip | lpa` works too).
     pub fn stdin() -> Source {
-        Source::from_reader("stdin", sniffed(io::stdin()))
+        Source::from_reader("stdin", sniffed(idle::Watched(io::stdin())))
     }
 
     fn reader(&mut self) -> Result<&mut Box<dyn Read + Send>> {
@@ -312,6 +313,14 @@ impl<'s> Blocks<'s> {
     /// ends are as in other modes.
     pub fn live(mut self) -> Self {
         self.live = true;
+        self
+    }
+
+    /// Numbers the lines from `n`: a file followed on after a reader of it
+    /// stopped.
+    pub fn first_line(mut self, n: u64) -> Self {
+        self.line_no = n;
+        self.read_line = n;
         self
     }
 
