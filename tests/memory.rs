@@ -168,3 +168,24 @@ fn metrics_of_pods_past_the_cap_are_named_as_not_read() {
     assert!(out.contains("44 metrics snapshots were not read"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn anonymize_learns_from_the_input_without_holding_it() {
+    // 48 MB: read whole, as it was, the input and its text copy alone
+    // would pass the bound.
+    let dir = tmp("anonymize");
+    let file = dir.join("proxy.log");
+    write_lines(&file, 300_000, |i| {
+        format!(
+            "[{:>6}.000000s]  WARN ThreadId(01) outbound:proxy{{addr=10.96.0.{}:8080}}:service{{ns=shop name=cart-{} port=8080}}: linkerd_reconnect: Failed to connect error=connect timed out after 1s\n",
+            i / 100,
+            i % 200,
+            i % 7
+        )
+    });
+    let (code, written, err, rss) = peak(&["explain", "--anonymize"], &file);
+    assert_eq!(code, 0, "{err}");
+    assert!(written > 0, "{err}");
+    assert!(rss < BOUND_KIB, "explain --anonymize peaked at {rss} KiB");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -28,26 +28,23 @@ impl Out {
         }
     }
 
-    /// The inputs. With `--anonymize` they are read whole first and the
-    /// mapping learnt from them, in input order, before anything is
-    /// rendered: every format of one input gets the same placeholders. They
-    /// are renamed `input-N` (their paths name the user's things too).
+    /// The inputs. With `--anonymize` each is read once first and the
+    /// mapping learnt from it, in input order, before anything is
+    /// rendered: every format of one input gets the same placeholders.
+    /// Memory stays bounded (a pipe's input waits in a temporary file).
+    /// They are renamed `input-N` (their paths name the user's things too).
     pub(super) fn open(&mut self, files: &[PathBuf]) -> Result<Vec<Source>> {
         let sources = input::open_all(files)?;
         let Some(anon) = self.anon.as_mut() else {
             return Ok(sources);
         };
         let mut out = Vec::with_capacity(sources.len());
-        for (i, mut src) in sources.into_iter().enumerate() {
-            let mut buf = Vec::new();
-            src.read_to_end(&mut buf)?;
-            anon.learn(&String::from_utf8_lossy(&buf));
-            let name = if src.name == "stdin" {
-                src.name.clone()
-            } else {
-                format!("input-{}", i + 1)
-            };
-            out.push(Source::from_reader(&name, io::Cursor::new(buf)));
+        for (i, src) in sources.into_iter().enumerate() {
+            let mut again = src.read_twice(&mut |text| anon.learn(text))?;
+            if again.name != "stdin" {
+                again.name = format!("input-{}", i + 1);
+            }
+            out.push(again);
         }
         Ok(out)
     }

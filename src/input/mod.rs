@@ -6,6 +6,7 @@
 //! (accumulators, rendered output) outlive them.
 
 pub mod idle;
+mod twice;
 pub mod wrap;
 
 use anyhow::{bail, Context, Result};
