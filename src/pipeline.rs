@@ -31,10 +31,11 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// 1 MiB blocks: explain's per-block state is several times its
-    /// block, and one block per thread is in flight.
+    /// 256 KiB blocks: explain's per-block state can be many times its
+    /// block (lines waiting for an earlier block's tags keep their
+    /// matches), and one block per thread is in flight.
     fn default() -> Self {
-        Options::blocks_of(1 << 20)
+        Options::blocks_of(256 << 10)
     }
 }
 

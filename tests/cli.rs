@@ -1993,12 +1993,14 @@ fn follow_file_across_growth_and_rotation() {
             && l.contains("policy.unauthorized")),
         "lines of the new file after rotation were not reported: {seen:?}"
     );
-    // the evidence cites the followed path
-    let text = seen.concat();
+    // the evidence cites the new file under the followed path, numbered
+    // from its own start
+    let cited = format!("{} (file 2):", p(&f));
     assert!(
-        text.contains(&p(&f)),
-        "evidence should cite {}: {text}",
-        p(&f)
+        wait_for_line(&rx, &mut seen, Duration::from_secs(6), |l| l
+            .trim_start()
+            .starts_with(&cited)),
+        "evidence should cite {cited}: {seen:?}"
     );
     assert!(
         child.0.try_wait().unwrap().is_none(),

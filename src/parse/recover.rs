@@ -10,6 +10,29 @@ use super::event::Event;
 use super::{json, other, plain};
 use crate::input::wrap::rfc3339_len;
 use memchr::memmem;
+use std::sync::LazyLock;
+
+/// Lines shorter than this hold no record after other text.
+const MIN_LEN: usize = 8;
+
+/// Searchers built once: building one per line and needle cost more than
+/// the searches (most lines here match none).
+static NEEDLES: LazyLock<[memmem::Finder<'static>; 11]> = LazyLock::new(|| {
+    [
+        &b"{\""[..],
+        b"time=\"",
+        b"level=",
+        b"msg=\"",
+        b"ERR! ",
+        b"WARN ",
+        b"INFO ",
+        b"DBUG ",
+        b"TRCE ",
+        b"ThreadId(",
+        b"linkerd",
+    ]
+    .map(memmem::Finder::new)
+});
 
 /// Candidate heads looked at per line, leftmost first.
 const MAX_CANDIDATES: usize = 24;
@@ -29,6 +52,10 @@ enum Kind {
 /// Finds the leftmost place after the line's start where a record begins
 /// and parses it into `ev`; returns where it begins.
 pub fn find<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<usize> {
+    // Shorter than any head with something before it.
+    if s.len() < MIN_LEN {
+        return None;
+    }
     let mut cands: Vec<(usize, Kind)> = Vec::new();
     collect(s, &mut cands);
     cands.sort_unstable();
@@ -62,20 +89,21 @@ fn collect(s: &str, out: &mut Vec<(usize, Kind)>) {
             out.push((p, Kind::Uptime));
         }
     }
-    for p in memmem::find_iter(b, b"{\"").filter(|&p| p > 0) {
+    let n = &*NEEDLES;
+    for p in n[0].find_iter(b).filter(|&p| p > 0) {
         out.push((p, Kind::Json));
     }
-    for needle in [&b"time=\""[..], b"level=", b"msg=\""] {
-        for p in memmem::find_iter(b, needle).filter(|&p| p > 0 && b[p - 1] == b' ') {
+    for needle in &n[1..4] {
+        for p in needle.find_iter(b).filter(|&p| p > 0 && b[p - 1] == b' ') {
             out.push((p, Kind::Logrus));
         }
     }
-    for needle in [&b"ERR! "[..], b"WARN ", b"INFO ", b"DBUG ", b"TRCE "] {
-        for p in memmem::find_iter(b, needle).filter(|&p| p > 0 && b[p - 1] == b' ') {
+    for needle in &n[4..9] {
+        for p in needle.find_iter(b).filter(|&p| p > 0 && b[p - 1] == b' ') {
             out.push((p, Kind::Legacy));
         }
     }
-    for p in memmem::find_iter(b, b"ThreadId(") {
+    for p in n[9].find_iter(b) {
         // From the level word before it, when there is one.
         let before = s[..p].trim_end();
         let start = before.rfind(' ').map_or(0, |i| i + 1);
@@ -107,7 +135,7 @@ fn collect(s: &str, out: &mut Vec<(usize, Kind)>) {
 /// balanced, so spaces inside span fields do not end it).
 fn target_anchors(s: &str, out: &mut Vec<(usize, Kind)>) {
     let b = s.as_bytes();
-    for p in memmem::find_iter(b, b"linkerd").filter(|&p| at_word_start(s, p)) {
+    for p in NEEDLES[10].find_iter(b).filter(|&p| at_word_start(s, p)) {
         let end = p + b[p..]
             .iter()
             .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_' || *c == b':'))

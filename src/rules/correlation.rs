@@ -467,11 +467,11 @@ impl Accumulator for State<'_> {
                 if let Some(f) = looks_like {
                     *self.stats.foreign.entry(*f).or_insert(0) += 1;
                 }
-                if memchr::memmem::find(text.as_bytes(), b"linkerd").is_some() {
-                    self.stats.linkerd_lines += 1;
-                }
                 if text.is_empty() {
                     return;
+                }
+                if text.contains("linkerd") {
+                    self.stats.linkerd_lines += 1;
                 }
                 let kind = if looks_like.is_some() {
                     Line::Foreign
