@@ -65,6 +65,19 @@ fn spawn_follow(path: &Path) -> Child {
         .unwrap()
 }
 
+/// lpa with `args`, its stdin a pipe the test writes to.
+fn on_stdin(args: &[&str]) -> (Child, std::process::ChildStdin) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
+}
+
 /// Sends `sig`, then waits (at most 20 s) for the exit; code, stdout, stderr.
 fn stop(mut child: Child, sig: i32) -> (Option<i32>, String, String) {
     // SAFETY: a plain kill(2) of our own child.
@@ -186,21 +199,14 @@ fn a_fifo_is_read_to_its_end() {
 
 #[test]
 fn stdin_lines_are_read_up_to_max_line_and_sigint_reports() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
-        .args([
-            "explain",
-            "--follow",
-            "--format",
-            "json",
-            "--max-line",
-            "1K",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (child, mut stdin) = on_stdin(&[
+        "explain",
+        "--follow",
+        "--format",
+        "json",
+        "--max-line",
+        "1K",
+    ]);
     // 8 MiB without a line end, then two lines; stdin stays open.
     for _ in 0..128 {
         stdin.write_all(&[b'x'; 64 << 10]).unwrap();
@@ -259,14 +265,7 @@ fn after_a_rotation_lines_are_numbered_in_their_own_file() {
 
 #[test]
 fn running_lines_are_told_when_a_count_doubles_and_benign_once() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
-        .args(["explain", "--follow", "--color", "never"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (mut child, mut stdin) = on_stdin(&["explain", "--follow", "--color", "never"]);
     // Ten bursts, each seen on its own tick (ticks are 500 ms apart).
     for _ in 0..10 {
         stdin.write_all(REFUSED.as_bytes()).unwrap();
@@ -313,15 +312,10 @@ fn running_lines_are_told_when_a_count_doubles_and_benign_once() {
 /// explain without --follow on stdin that gets a line, then stays open
 /// for `open`; its stderr.
 fn explain_stdin(open: Duration, extra: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
-        .arg("explain")
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let args: Vec<&str> = std::iter::once("explain")
+        .chain(extra.iter().copied())
+        .collect();
+    let (mut child, mut stdin) = on_stdin(&args);
     stdin.write_all(REFUSED.as_bytes()).unwrap();
     stdin.flush().unwrap();
     thread::sleep(open);

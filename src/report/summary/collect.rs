@@ -1,8 +1,8 @@
 //! Reading events into a [`Summary`]: one accumulator per block of input.
 
 use super::{
-    bump, bump_in, entry, short, slot, template, Kind, SourceStats, Summary, MAX_KEYS,
-    MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
+    bump, bump_endpoint, bump_in, entry, short, slot, template, Kind, SourceStats, Summary,
+    MAX_KEYS, MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
 };
 use crate::parse::typed::host_of;
 use crate::parse::{Event, Level, Metric, Record};
@@ -145,7 +145,8 @@ impl<'e> SummaryAcc<'e> {
                 let kind = connect_kind(&format!("{msg} {err}"));
                 *d.connect_errors.entry(kind.to_string()).or_insert(0) += 1;
                 if let Some(p) = ev.endpoint() {
-                    bump_in(&mut d.endpoints, short(p).as_ref(), 1, MAX_NESTED_KEYS);
+                    let k = short(p);
+                    bump_endpoint(&mut d.endpoints, &k, 1, &mut s.dest_endpoint_keys);
                 }
             }
             if let Some(st) = ev.status() {

@@ -1,7 +1,9 @@
 //! The summary ranked into the document `summarize --format json` prints
 //! and the human and Markdown tables show: the top rows of each table.
 
-use super::{Dest, Kind, Peer, SourceStats, Summary, MAX_KEYS, MAX_NESTED_KEYS, OTHER};
+use super::{
+    Dest, Kind, Peer, SourceStats, Summary, MAX_DEST_ENDPOINTS, MAX_KEYS, MAX_NESTED_KEYS, OTHER,
+};
 use crate::report::metrics_summary::{self, MetricsDoc};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -263,7 +265,8 @@ impl Summary {
 /// What the `folded` counts mean, after the tables' names.
 pub(super) fn folded_note() -> String {
     format!(
-        "tables were full ({MAX_KEYS} keys, {MAX_NESTED_KEYS} within a row): \
+        "tables were full ({MAX_KEYS} keys, {MAX_NESTED_KEYS} within a row, \
+         {MAX_DEST_ENDPOINTS} endpoints across the destinations): \
          lines of further keys are counted under {OTHER}"
     )
 }

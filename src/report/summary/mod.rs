@@ -26,6 +26,10 @@ const MAX_KEYS: usize = 2000;
 /// Keys kept per table inside a row (a destination's endpoints, a port's
 /// TLS states): 2000 destinations × 2000 endpoints would be 4 M keys.
 const MAX_NESTED_KEYS: usize = 64;
+/// Keys kept in all the destinations' endpoint tables together: the rows
+/// share this budget, so memory reaches its bound early instead of growing
+/// up to 2000 × 64 keys as more of each destination's endpoints show up.
+const MAX_DEST_ENDPOINTS: usize = 8192;
 /// Bytes of a key kept: a hostile line's megabyte "destination" is one
 /// bounded key, not a megabyte per table row.
 const MAX_KEY_LEN: usize = 256;
@@ -74,6 +78,19 @@ where
     } else {
         *m.entry(K::other()).or_insert(0) += n;
     }
+}
+
+/// `bump_in` a destination's endpoint table, within the budget its rows
+/// share (`used` counts their keys).
+fn bump_endpoint(m: &mut BTreeMap<String, u64>, k: &str, n: u64, used: &mut usize) {
+    let cap = if *used < MAX_DEST_ENDPOINTS {
+        MAX_NESTED_KEYS
+    } else {
+        0
+    };
+    let before = m.len();
+    bump_in(m, k, n, cap);
+    *used += m.len() - before;
 }
 
 /// The entry for `k`, or the shared `(other)` entry once the table is full.
@@ -163,6 +180,9 @@ pub struct Summary {
     pub destinations: BTreeMap<String, Dest>,
     pub clients: BTreeMap<String, Peer>,
     pub endpoints: BTreeMap<String, u64>,
+    /// Keys in all the destinations' endpoint tables.
+    #[serde(skip)]
+    pub dest_endpoint_keys: usize,
     /// port → TLS state → count
     pub tls: BTreeMap<String, BTreeMap<String, u64>>,
     pub identities: BTreeMap<String, u64>,
@@ -240,7 +260,7 @@ impl Summary {
                 *d.connect_errors.entry(a).or_insert(0) += n;
             }
             for (a, n) in v.endpoints {
-                bump_in(&mut d.endpoints, a.as_str(), n, MAX_NESTED_KEYS);
+                bump_endpoint(&mut d.endpoints, &a, n, &mut self.dest_endpoint_keys);
             }
             for (a, n) in v.statuses {
                 bump_in(&mut d.statuses, &a, n, MAX_NESTED_KEYS);
