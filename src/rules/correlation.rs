@@ -21,8 +21,10 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Address aliases of service names kept.
 const MAX_ALIASES: usize = 4096;
-/// Groups (findings) per rule before the rest share one.
-const MAX_GROUPS: usize = 256;
+/// Groups (findings) per rule before the rest share one: more findings of
+/// one id than a report can show, and few enough that their capped values
+/// (endpoints, connections) fill early, so memory stays flat.
+const MAX_GROUPS: usize = 64;
 /// Lines per block waiting only for an earlier block's connection context;
 /// past this, a line keeps what its block knows. (Lines waiting for tags
 /// always wait: a wrong tag decision would add or drop a finding.)
@@ -55,6 +57,8 @@ struct Pending {
 pub struct State<'e> {
     pub(super) engine: &'e Engine,
     pub(super) groups: HashMap<(usize, String), Acc>,
+    /// Groups per rule: counted as they are made, not at each match.
+    group_counts: Vec<u32>,
     tags: Recent<u32>,
     pending: Vec<Pending>,
     waiting_for_context: u32,
@@ -91,6 +95,7 @@ impl Engine {
         State {
             engine: self,
             groups: HashMap::new(),
+            group_counts: vec![0; self.rules.len()],
             tags: Recent::default(),
             pending: Vec::new(),
             waiting_for_context: 0,
@@ -208,12 +213,15 @@ impl<'e> State<'e> {
     }
 
     pub(super) fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
-        let n = self.groups.keys().filter(|k| k.0 == rule).count();
-        let key = if n >= MAX_GROUPS && !self.groups.contains_key(&(rule, group.clone())) {
-            (rule, String::new())
-        } else {
-            (rule, group)
-        };
+        let mut key = (rule, group);
+        if !self.groups.contains_key(&key) {
+            if self.group_counts[rule] as usize >= MAX_GROUPS {
+                key.1.clear();
+            }
+            if !self.groups.contains_key(&key) {
+                self.group_counts[rule] += 1;
+            }
+        }
         self.groups.entry(key).or_default().merge(acc);
     }
 
