@@ -6,10 +6,8 @@
 //! domain, Server names, file names.
 
 use serde_json::Value;
-use std::io::Write;
-use std::process::{Command, Stdio};
 
-const LPA: &str = env!("CARGO_BIN_EXE_lpa");
+mod common;
 
 /// A shipped policy log, moved to a StatefulSet pod, a custom cluster
 /// domain and names that occur nowhere in lpa's own words, plus a warning
@@ -54,21 +52,7 @@ const ORIGINALS: &[&str] = &[
 ];
 
 fn lpa(args: &[&str], input: &str) -> String {
-    let mut child = Command::new(LPA)
-        .args(args)
-        .env("COLUMNS", "120")
-        .env_remove("LPA_PAGER")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run(args, "120", input);
     assert!(out.status.success(), "lpa {args:?} failed");
     String::from_utf8(out.stdout).unwrap()
 }

@@ -5,9 +5,8 @@
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-const LPA: &str = env!("CARGO_BIN_EXE_lpa");
+mod common;
 const TIMEOUT_LOG: &str = "corpus/scenarios/connect-timeout-netpol-2.10.log";
 
 fn path(rel: &str) -> PathBuf {
@@ -15,16 +14,7 @@ fn path(rel: &str) -> PathBuf {
 }
 
 fn lpa(args: &[&str]) -> (i32, String) {
-    let out = Command::new(LPA)
-        .args(args)
-        .env("COLUMNS", "80")
-        .env_remove("LPA_PAGER")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    common::code_and_stdout(args)
 }
 
 fn json(args: &[&str]) -> Value {

@@ -2,21 +2,10 @@
 //! page, whose evidence and commands come from the rules lpa runs (a user's
 //! `--rules` file shows on it too); findings point at it.
 
-use std::process::Command;
-
-const LPA: &str = env!("CARGO_BIN_EXE_lpa");
+mod common;
 
 fn lpa(args: &[&str]) -> (i32, String) {
-    let out = Command::new(LPA)
-        .args(args)
-        .env("COLUMNS", "80")
-        .env_remove("LPA_PAGER")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    common::code_and_stdout(args)
 }
 
 #[test]

@@ -8,29 +8,15 @@ use lpa::report::style::Style;
 use lpa::report::summary::{self, Summary, SummaryAcc};
 use lpa::rules::engine::Engine;
 use lpa::{input, pipeline, triage};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-const LPA: &str = env!("CARGO_BIN_EXE_lpa");
+mod common;
+
+use common::LPA;
 
 fn lpa(args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(LPA)
-        .args(args)
-        .env("COLUMNS", "80")
-        .env_remove("LPA_PAGER")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::run(args, "80", stdin);
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
 }
 

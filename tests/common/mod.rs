@@ -1,0 +1,38 @@
+//! Running the binary from the integration tests.
+
+// Each test file compiles this module alone and uses only some of it.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+pub const LPA: &str = env!("CARGO_BIN_EXE_lpa");
+
+/// lpa with `args`, `columns` wide and without a pager, fed `stdin`.
+pub fn run(args: &[&str], columns: &str, stdin: &str) -> Output {
+    let mut child = Command::new(LPA)
+        .args(args)
+        .env("COLUMNS", columns)
+        .env_remove("LPA_PAGER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Its exit code and stdout, with nothing on stdin, 80 columns wide.
+pub fn code_and_stdout(args: &[&str]) -> (i32, String) {
+    let out = run(args, "80", "");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
