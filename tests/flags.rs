@@ -14,7 +14,7 @@ fn path(rel: &str) -> PathBuf {
 }
 
 fn lpa(args: &[&str]) -> (i32, String) {
-    common::code_and_stdout(args)
+    common::code_and_stdout(args, "")
 }
 
 fn json(args: &[&str]) -> Value {

@@ -3,9 +3,9 @@
 //! metrics mixed in one stream make one verdict, `lpa parse` shows samples.
 
 use serde_json::Value;
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+
+mod common;
 
 fn corpus(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -15,24 +15,7 @@ fn corpus(name: &str) -> String {
 }
 
 fn lpa(args: &[&str], stdin: &str) -> (i32, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    common::code_and_stdout(args, stdin)
 }
 
 fn explain(stdin: &str) -> Value {

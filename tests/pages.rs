@@ -5,7 +5,7 @@
 mod common;
 
 fn lpa(args: &[&str]) -> (i32, String) {
-    common::code_and_stdout(args)
+    common::code_and_stdout(args, "")
 }
 
 #[test]

@@ -28,9 +28,9 @@ pub fn run(args: &[&str], columns: &str, stdin: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Its exit code and stdout, with nothing on stdin, 80 columns wide.
-pub fn code_and_stdout(args: &[&str]) -> (i32, String) {
-    let out = run(args, "80", "");
+/// Its exit code and stdout, fed `stdin`, 80 columns wide.
+pub fn code_and_stdout(args: &[&str], stdin: &str) -> (i32, String) {
+    let out = run(args, "80", stdin);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
