@@ -8,7 +8,6 @@ use crate::input::{self, wrap::normalize, Cut, Source};
 use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
 use anyhow::Result;
-use rayon::prelude::*;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use typed_arena::Arena;
 
@@ -139,44 +138,77 @@ impl<'s> Reader<'s> {
 
 /// Runs every source through `make`-d accumulators, one per block, feeding
 /// them in input order to `consume` (which merges them: each is small
-/// beside its block).
+/// beside its block). Workers process the next blocks while `consume`
+/// merges, so the merge is not a pause for every thread.
 pub fn run<A, M, C>(sources: &mut [Source], opts: &Options, make: M, mut consume: C) -> Result<()>
 where
     A: Accumulator,
     M: Fn() -> A,
     C: FnMut(&str, A) -> Result<()>,
 {
+    let threads = opts.threads.max(1);
     let mut reader = Reader::new(sources, opts);
-    let mut spare: Vec<Vec<u8>> = Vec::new();
-    loop {
-        let mut batch: Vec<Block> = Vec::with_capacity(opts.threads);
-        while batch.len() < opts.threads.max(1) {
-            match reader.next(spare.pop().unwrap_or_default()) {
-                Some(b) => batch.push(b),
-                None => break,
-            }
+    if threads == 1 {
+        let mut buf = Vec::new();
+        while let Some(b) = reader.next(buf) {
+            consume(&b.source, b.process(make()))?;
+            buf = b.data;
         }
-        if batch.is_empty() {
-            return Ok(());
-        }
-        // Accumulators are made (and, after `consume`, dropped) on this
-        // thread: their buffers then come from and return to one malloc
-        // arena instead of piling up in each worker's.
-        let fresh: Vec<A> = batch.iter().map(|_| make()).collect();
-        let accs: Vec<A> = if batch.len() == 1 {
-            vec![batch[0].process(fresh.into_iter().next().expect("one made"))]
-        } else {
-            batch
-                .par_iter()
-                .zip(fresh)
-                .map(|(b, a)| b.process(a))
-                .collect()
-        };
-        for (b, a) in batch.iter().zip(accs) {
-            consume(&b.source, a)?;
-        }
-        spare.extend(batch.into_iter().map(|b| b.data));
+        return Ok(());
     }
+    type Job<A> = (Block, A, SyncSender<(Block, A)>);
+    let (job_tx, job_rx) = mpsc::sync_channel::<Job<A>>(threads);
+    let job_rx = std::sync::Mutex::new(job_rx);
+    std::thread::scope(|s| -> Result<()> {
+        for i in 0..threads {
+            let job_rx = &job_rx;
+            spawn(s, format!("lpa-block-{i}"), move || loop {
+                let job = job_rx.lock().map(|rx| rx.recv());
+                let Ok(Ok((block, acc, done))) = job else {
+                    return;
+                };
+                let acc = block.process(acc);
+                if done.send((block, acc)).is_err() {
+                    return;
+                }
+            })?;
+        }
+        // Blocks in flight, oldest first, one per worker (as many as
+        // memory is measured for: explain's state can be many times its
+        // block): while the oldest is merged, the others go on.
+        let mut window = std::collections::VecDeque::with_capacity(threads);
+        let mut spare: Vec<Vec<u8>> = Vec::new();
+        let result = loop {
+            while window.len() < threads {
+                let Some(block) = reader.next(spare.pop().unwrap_or_default()) else {
+                    break;
+                };
+                // Accumulators are made (and, after `consume`, dropped) on
+                // this thread: their buffers then come from and return to
+                // one malloc arena instead of piling up in each worker's.
+                let (tx, rx) = mpsc::sync_channel(1);
+                if job_tx.send((block, make(), tx)).is_err() {
+                    break;
+                }
+                window.push_back(rx);
+            }
+            let Some(rx) = window.pop_front() else {
+                break Ok(());
+            };
+            let Ok((block, acc)) = rx.recv() else {
+                break Err(anyhow::anyhow!("a worker thread stopped"));
+            };
+            if let Err(e) = consume(&block.source, acc) {
+                break Err(e);
+            }
+            spare.push(block.data);
+        };
+        // Workers stop when the jobs end; on an error, what is in flight
+        // is dropped.
+        drop(job_tx);
+        drop(window);
+        result
+    })
 }
 
 /// Bytes of rendered output handed to the writer at a time.

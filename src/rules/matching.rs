@@ -44,6 +44,9 @@ pub struct Engine {
     /// Rules without literals: tried on every event.
     always: Vec<usize>,
     regexes: Vec<Option<Regex>>,
+    /// Whether a rule's `regex` names a subject: else asking whether it
+    /// matches is enough, and much cheaper than its captures.
+    regex_names: Vec<bool>,
     not_regexes: Vec<Option<Regex>>,
     captures: Vec<Option<Regex>>,
     /// `all_text` and `not_text`, each a case-insensitive searcher (a
@@ -119,7 +122,10 @@ impl Engine {
                 max: era_of(&e.until),
             })
             .collect();
-        let era_prefilter = AhoCorasick::new(kb.eras.iter().map(|e| e.text.as_str()))
+        // A DFA: it is asked of every sampled line, and most hold no cue.
+        let era_prefilter = AhoCorasickBuilder::new()
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(kb.eras.iter().map(|e| e.text.as_str()))
             .expect("era literals compile");
         let mut patterns = Vec::new();
         let mut pattern_rule = Vec::new();
@@ -158,9 +164,21 @@ impl Engine {
             x.as_ref()
                 .map(|x| Regex::new(x).expect("validated when loaded"))
         };
+        let regexes: Vec<Option<Regex>> = rules.iter().map(|r| compile(&r.regex)).collect();
+        let regex_names = regexes
+            .iter()
+            .map(|rx| {
+                rx.as_ref().is_some_and(|rx| {
+                    rx.capture_names()
+                        .flatten()
+                        .any(|n| Subject::parse(n).is_some())
+                })
+            })
+            .collect();
         Engine {
             metrics: Program::new(&rules),
-            regexes: rules.iter().map(|r| compile(&r.regex)).collect(),
+            regexes,
+            regex_names,
             not_regexes: rules.iter().map(|r| compile(&r.not_regex)).collect(),
             captures: rules.iter().map(|r| compile(&r.capture)).collect(),
             all_text: rules
@@ -186,8 +204,10 @@ impl Engine {
 
     /// Era cues from release-specific wording in this text.
     pub fn era_cues<'a>(&'a self, text: &'a str) -> impl Iterator<Item = EraCue> + 'a {
+        // The plain search skips ahead; the overlapping one cannot.
+        let any = self.era_prefilter.is_match(text);
         self.era_prefilter
-            .find_overlapping_iter(text)
+            .find_overlapping_iter(if any { text } else { "" })
             .map(|m| self.era_cues[m.pattern().as_usize()])
     }
 
@@ -291,7 +311,11 @@ impl Engine {
             }
         };
         if let Some(rx) = &self.regexes[ri] {
-            collect(rx, rx.captures(hay)?);
+            if self.regex_names[ri] {
+                collect(rx, rx.captures(hay)?);
+            } else if !rx.is_match(hay) {
+                return None;
+            }
         }
         if let Some(rx) = &self.captures[ri] {
             if let Some(c) = rx.captures(hay) {
