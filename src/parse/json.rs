@@ -88,7 +88,7 @@ pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
         tracing_json(s, &obj, ev);
     } else if has("level") && has("msg") {
         ev.reset(Producer::LogrusJson, s);
-        flatten(None, &obj, &mut |k, v| match k.as_ref() {
+        flatten(&obj, &mut |k, v| match k.as_ref() {
             "level" => ev.level = Level::parse(&v),
             "msg" => ev.message = Some(v),
             "time" => ev.timestamp = Some(v),
@@ -96,7 +96,7 @@ pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
         });
     } else if has("method") && (has("client.addr") || has("client")) {
         ev.reset(Producer::AccessJson, s);
-        flatten(None, &obj, &mut |k, v| {
+        flatten(&obj, &mut |k, v| {
             if k == "timestamp" {
                 ev.timestamp = Some(v);
             } else {
@@ -116,28 +116,40 @@ const MAX_DEPTH: usize = 8;
 
 /// Hands each member to `out` with nested objects flattened back to dotted
 /// keys (`{"client":{"addr":…}}` → `client.addr`), as log pipelines re-nest
-/// them. Iterative, with a stack of at most `MAX_DEPTH` objects: the input
-/// never decides how deep this recurses.
-fn flatten<'a>(prefix: Option<&str>, obj: &Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
+/// them. Most members are flat: they are handed over as they are, without
+/// copying the object.
+fn flatten<'a>(obj: &Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
+    for (k, v) in &obj.0 {
+        match nested(v) {
+            Some(inner) => flatten_nested(k.to_string(), inner, out),
+            None => out(k.clone(), scalar(v)),
+        }
+    }
+}
+
+/// The members of a value that is an object.
+fn nested<'a>(v: &'a RawValue) -> Option<Members<'a>> {
+    Some(v)
+        .filter(|v| v.get().starts_with('{'))
+        .and_then(members)
+}
+
+/// The members of a nested object, under `prefix`. Iterative, with a stack
+/// of at most `MAX_DEPTH` objects (the top one counted): the input never
+/// decides how deep this recurses.
+fn flatten_nested<'a>(prefix: String, obj: Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
     // (key prefix, members, next member)
-    let mut stack: Vec<(Option<String>, Members<'a>, usize)> =
-        vec![(prefix.map(str::to_string), Members(obj.0.clone()), 0)];
+    let mut stack: Vec<(String, Members<'a>, usize)> = vec![(prefix, obj, 0)];
     while let Some((p, m, i)) = stack.last_mut() {
-        let Some((k, v)) = m.0.get(*i).cloned() else {
+        let Some((k, v)) = m.0.get(*i) else {
             stack.pop();
             continue;
         };
         *i += 1;
-        let key: Str<'a> = match p {
-            None => k,
-            Some(p) => Cow::Owned(format!("{p}.{k}")),
-        };
-        let inner = Some(v)
-            .filter(|v| v.get().starts_with('{') && stack.len() <= MAX_DEPTH)
-            .and_then(members);
-        match inner {
-            Some(inner) => stack.push((Some(key.into_owned()), inner, 0)),
-            None => out(key, scalar(v)),
+        let (key, v) = (format!("{p}.{k}"), *v);
+        match Some(v).filter(|_| stack.len() < MAX_DEPTH).and_then(nested) {
+            Some(inner) => stack.push((key, inner, 0)),
+            None => out(Cow::Owned(key), scalar(v)),
         }
     }
 }
@@ -175,7 +187,7 @@ fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
         });
     }
     if let Some(fields) = get(obj, "fields").and_then(members) {
-        flatten(None, &fields, &mut |k, v| {
+        flatten(&fields, &mut |k, v| {
             if k == "message" {
                 ev.message = Some(v);
             } else if !k.starts_with("log.") {
@@ -183,16 +195,24 @@ fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
             }
         });
     }
-    // `span` (v2.124.2) repeats the last of `spans`: not read.
-    let spans: Option<SmallVec<[&RawValue; 12]>> =
-        get(obj, "spans").and_then(|r| serde_json::from_str(r.get()).ok());
-    for sp in spans.iter().flatten() {
-        let Some(o) = members(sp) else { continue };
+    // `span` (v2.124.2) repeats the last of `spans`: not read. An array of
+    // objects is read in one pass; one holding anything else, member by
+    // member (what is not an object is skipped).
+    let Some(raw) = get(obj, "spans") else { return };
+    let spans: Vec<Members<'a>> = match serde_json::from_str(raw.get()) {
+        Ok(spans) => spans,
+        Err(_) => {
+            let items: SmallVec<[&RawValue; 12]> =
+                serde_json::from_str(raw.get()).unwrap_or_default();
+            items.into_iter().filter_map(members).collect()
+        }
+    };
+    for o in spans {
         let mut span = Span {
             name: get(&o, "name").map(scalar).unwrap_or_default(),
             fields: SmallVec::new(),
         };
-        flatten(None, &o, &mut |k, v| {
+        flatten(&o, &mut |k, v| {
             if k != "name" {
                 span.fields.push((k, v));
             }
