@@ -468,6 +468,20 @@ mod tests {
         }
     }
 
+    /// A rule without literals is tried on every line: the prefilter can
+    /// only skip a line for the rules whose wording it knows.
+    #[test]
+    fn every_built_in_line_rule_has_literals() {
+        let rules = built_in().expect("built-in rules load");
+        let bare: Vec<_> = rules
+            .rules
+            .iter()
+            .filter(|r| r.text.is_empty() && r.metrics.is_none())
+            .map(|r| r.name.as_str())
+            .collect();
+        assert!(bare.is_empty(), "rules without `text`: {bare:?}");
+    }
+
     #[test]
     fn every_rule_survives_show_then_check() {
         #[derive(Serialize)]
