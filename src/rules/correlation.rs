@@ -12,7 +12,7 @@ use super::matching::{Engine, Line};
 use super::metrics::Found;
 use super::snapshot::Snapshots;
 use super::stats::level_index;
-pub use super::stats::{EraSampler, Stats};
+pub use super::stats::{era_text, EraSampler, Stats};
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, TagKey};
 use crate::parse::{Event, Level, Metric, Producer, Record};
@@ -251,8 +251,6 @@ impl<'e> State<'e> {
                 self.stats.checks.0 += 1;
             }
         }
-        self.era_sampler
-            .observe(self.engine, ev, &mut self.stats.era);
         if let Some(c) = tag_key(TagKey::Client, ev) {
             self.remember_conn(c, ev);
         }
@@ -283,6 +281,11 @@ impl<'e> State<'e> {
         } else {
             ev.body
         };
+        // One search tells most lines from those with a rule's literal or an
+        // era cue's wording, when both would be looked for in the same text.
+        let silent = std::ptr::eq(era_text(ev), body) && self.engine.silent(body);
+        self.era_sampler
+            .observe(self.engine, ev, silent, &mut self.stats.era);
         let loud = ev.level.is_some_and(|l| l >= Level::Warn);
         let unmatched = || {
             let text = match (ev.message.as_deref(), ev.error()) {
@@ -300,7 +303,7 @@ impl<'e> State<'e> {
         };
         self.match_text(
             source,
-            body,
+            (body, silent),
             full,
             Line::Event(ev),
             ev.line,
@@ -356,14 +359,15 @@ impl<'e> State<'e> {
     }
 
     /// Matches the rules whose literals occur in `body` against the line
-    /// (other text conditions read the `full` text) and decides its
+    /// (other text conditions read the `full` text; `silent` when the body
+    /// is known to hold no literal) and decides its
     /// verdict, now or once the blocks before are known. A loud line that
     /// no rule wins goes to the unrecognised warnings (`unmatched` makes
     /// its entry).
     fn match_text<U>(
         &mut self,
         source: &str,
-        body: &str,
+        (body, silent): (&str, bool),
         hay: &str,
         line: Line<'_, '_>,
         n: u64,
@@ -373,7 +377,7 @@ impl<'e> State<'e> {
     {
         let engine = self.engine;
         let mut cands = std::mem::take(&mut self.candidates);
-        engine.candidates(body, &mut cands);
+        engine.candidates(body, silent, &mut cands);
         let ev = line.event();
         let mut matches: Vec<Match> = Vec::new();
         for &ri in &cands {
@@ -494,7 +498,14 @@ impl Accumulator for State<'_> {
                         evidence(source, *line, text, Line::Unparsed),
                     )
                 };
-                self.match_text(source, text, text, kind, *line, loud.then_some(unmatched));
+                self.match_text(
+                    source,
+                    (text, false),
+                    text,
+                    kind,
+                    *line,
+                    loud.then_some(unmatched),
+                );
             }
         }
     }

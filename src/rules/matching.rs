@@ -36,7 +36,11 @@ impl<'a, 'e> Line<'a, 'e> {
 /// Rules compiled for matching; shared by every thread.
 pub struct Engine {
     pub rules: Vec<Rule>,
+    /// The rules' literals, then the era cues' wording: one search tells
+    /// most lines, which hold neither, from the rest.
     prefilter: AhoCorasick,
+    /// Patterns of `prefilter` that are rules' literals (the first ones).
+    rule_patterns: usize,
     pattern_rule: Vec<usize>,
     /// Whether a pattern's first and last bytes are word bytes: a match
     /// there must not touch another word byte.
@@ -154,11 +158,17 @@ impl Engine {
                 )
             })
             .collect();
+        let rule_patterns = patterns.len();
         let prefilter = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .kind(Some(AhoCorasickKind::DFA))
             .match_kind(MatchKind::Standard)
-            .build(&patterns)
+            .build(
+                patterns
+                    .iter()
+                    .map(String::as_str)
+                    .chain(kb.eras.iter().map(|e| e.text.as_str())),
+            )
             .expect("rule literals compile");
         let compile = |x: &Option<String>| {
             x.as_ref()
@@ -191,6 +201,7 @@ impl Engine {
                 .collect(),
             rules,
             prefilter,
+            rule_patterns,
             pattern_rule,
             pattern_edges,
             always,
@@ -214,6 +225,16 @@ impl Engine {
     /// Does any rule's literal occur in this text?
     pub fn knows(&self, text: &str) -> bool {
         self.prefilter.is_match(text)
+            && self
+                .prefilter
+                .find_overlapping_iter(text)
+                .any(|m| m.pattern().as_usize() < self.rule_patterns)
+    }
+
+    /// Does this text hold neither a rule's literal nor an era cue's
+    /// wording (in any case)? Then neither search need be made.
+    pub fn silent(&self, text: &str) -> bool {
+        !self.prefilter.is_match(text)
     }
 
     pub(super) fn bits(&self, tags: &[String]) -> u32 {
@@ -223,18 +244,22 @@ impl Engine {
     }
 
     /// The rules whose literals occur in `body` on word boundaries, sorted,
-    /// plus those without literals.
-    pub fn candidates(&self, body: &str, out: &mut Vec<usize>) {
+    /// plus those without literals; `silent` when [`Engine::silent`] said
+    /// so of `body`.
+    pub fn candidates(&self, body: &str, silent: bool, out: &mut Vec<usize>) {
         out.clear();
         // Most lines match no literal: a plain search settles that fast
         // (the overlapping search cannot skip ahead as it does).
-        if !self.prefilter.is_match(body) {
+        if silent || !self.prefilter.is_match(body) {
             out.extend_from_slice(&self.always);
             return;
         }
         let b = body.as_bytes();
         for m in self.prefilter.find_overlapping_iter(body) {
             let p = m.pattern().as_usize();
+            if p >= self.rule_patterns {
+                continue;
+            }
             let (head, tail) = self.pattern_edges[p];
             if (head && m.start() > 0 && is_word(b[m.start() - 1]))
                 || (tail && b.get(m.end()).is_some_and(|c| is_word(*c)))

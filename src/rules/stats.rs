@@ -100,7 +100,8 @@ impl Default for EraSampler {
 }
 
 impl EraSampler {
-    pub fn observe(&mut self, engine: &Engine, ev: &Event<'_>, vote: &mut EraVote) {
+    /// `silent`: [`Engine::silent`] said so of the line's text.
+    pub fn observe(&mut self, engine: &Engine, ev: &Event<'_>, silent: bool, vote: &mut EraVote) {
         let cue = ev.era_cue();
         if !cue.is_empty() {
             vote.add(cue);
@@ -108,15 +109,19 @@ impl EraSampler {
         let loud = ev.level.is_some_and(|l| l >= Level::Warn);
         if ev.producer.is_proxy() && (self.budget > 0 || loud) {
             self.budget = self.budget.saturating_sub(1);
-            let text = if ev.body.is_empty() {
-                &ev.text
-            } else {
-                ev.body
-            };
-            for c in engine.era_cues(text) {
+            for c in engine.era_cues(if silent { "" } else { era_text(ev) }) {
                 vote.add(c);
             }
         }
+    }
+}
+
+/// The text an event's era cues are looked for in.
+pub fn era_text<'a>(ev: &'a Event<'_>) -> &'a str {
+    if ev.body.is_empty() {
+        &ev.text
+    } else {
+        ev.body
     }
 }
 

@@ -72,7 +72,7 @@ impl<'e> SummaryAcc<'e> {
         if let Some(l) = ev.level {
             *s.levels.entry(l.as_str()).or_insert(0) += 1;
         }
-        self.era_sampler.observe(self.engine, ev, &mut s.era);
+        self.era_sampler.observe(self.engine, ev, false, &mut s.era);
         if let Some(p) = ev.wrapper.pod {
             bump(&mut s.pods, short(p).as_ref(), 1);
         }
