@@ -60,6 +60,10 @@ pub struct Engine {
     not_text: Vec<Vec<AhoCorasick>>,
     pub(super) tag_bits: HashMap<String, u32>,
     era_prefilter: AhoCorasick,
+    /// The era cues' wording in a packed (Teddy) searcher: several times
+    /// faster than the automaton at saying that a line holds none. `None`
+    /// where this CPU has no SIMD for it.
+    era_gate: Option<aho_corasick::packed::Searcher>,
     era_cues: Vec<EraCue>,
     /// What the command line fills in next commands when the log cannot.
     pub given: Given,
@@ -126,11 +130,14 @@ impl Engine {
                 max: era_of(&e.until),
             })
             .collect();
-        // A DFA: it is asked of every sampled line, and most hold no cue.
         let era_prefilter = AhoCorasickBuilder::new()
             .kind(Some(AhoCorasickKind::DFA))
             .build(kb.eras.iter().map(|e| e.text.as_str()))
             .expect("era literals compile");
+        let era_gate = aho_corasick::packed::Config::new()
+            .builder()
+            .extend(kb.eras.iter().map(|e| e.text.as_str()))
+            .build();
         let mut patterns = Vec::new();
         let mut pattern_rule = Vec::new();
         let mut always = Vec::new();
@@ -207,6 +214,7 @@ impl Engine {
             always,
             tag_bits,
             era_prefilter,
+            era_gate,
             era_cues,
             given: Given::default(),
             window: Default::default(),
@@ -216,7 +224,10 @@ impl Engine {
     /// Era cues from release-specific wording in this text.
     pub fn era_cues<'a>(&'a self, text: &'a str) -> impl Iterator<Item = EraCue> + 'a {
         // The plain search skips ahead; the overlapping one cannot.
-        let any = self.era_prefilter.is_match(text);
+        let any = match &self.era_gate {
+            Some(g) => g.find(text).is_some(),
+            None => self.era_prefilter.is_match(text),
+        };
         self.era_prefilter
             .find_overlapping_iter(if any { text } else { "" })
             .map(|m| self.era_cues[m.pattern().as_usize()])
