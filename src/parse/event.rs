@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use std::borrow::Cow;
+use std::cell::Cell;
 
 pub type Str<'a> = Cow<'a, str>;
 pub type Fields<'a> = SmallVec<[(Str<'a>, Str<'a>); 6]>;
@@ -427,6 +428,54 @@ pub struct Event<'a> {
     /// A line of exposition text: what it declares or samples (a sample's
     /// labels are its fields).
     pub metric: Option<Metric<'a>>,
+    /// Which span names it holds, made at the first look-up.
+    pub span_names: SpanNames,
+}
+
+/// The span names an event holds, as one bit per name's hash, and the span
+/// count they were taken at (spans pushed since make them stale): a look-up
+/// of a span the event lacks, most of them, ends without comparing names.
+#[derive(Debug, Clone, Default)]
+pub struct SpanNames(Cell<(u64, usize)>);
+
+/// Set in a mask that was made.
+const MADE: u64 = 1 << 63;
+
+const fn name_bit(name: &str) -> u64 {
+    let b = name.as_bytes();
+    let (mut h, mut i) = (0xcbf2_9ce4_8422_2325u64, 0);
+    while i < b.len() {
+        h = (h ^ b[i] as u64).wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    1 << (h % 63)
+}
+
+/// Span names looked up together, with their bits made at compile time
+/// ([`span_names!`](crate::span_names)).
+pub struct Names {
+    pub list: &'static [&'static str],
+    pub mask: u64,
+}
+
+impl Names {
+    pub const fn new(list: &'static [&'static str]) -> Names {
+        let (mut mask, mut i) = (0, 0);
+        while i < list.len() {
+            mask |= name_bit(list[i]);
+            i += 1;
+        }
+        Names { list, mask }
+    }
+}
+
+/// `span_names!["a", "b"]`: a `&'static Names`.
+#[macro_export]
+macro_rules! span_names {
+    ($($n:literal),+ $(,)?) => {{
+        const N: $crate::parse::event::Names = $crate::parse::event::Names::new(&[$($n),+]);
+        &N
+    }};
 }
 
 /// What a line of Prometheus exposition text holds.
@@ -484,6 +533,7 @@ impl<'a> Event<'a> {
             cut: false,
             continuation: None,
             metric: None,
+            span_names: SpanNames::default(),
         }
     }
 
@@ -510,6 +560,22 @@ impl<'a> Event<'a> {
         self.cut = false;
         self.continuation = None;
         self.metric = None;
+        self.span_names = SpanNames::default();
+    }
+
+    fn span_mask(&self) -> u64 {
+        let (mask, n) = self.span_names.0.get();
+        if mask & MADE != 0 && n == self.spans.len() {
+            return mask;
+        }
+        let mask = self.spans.iter().fold(MADE, |m, s| m | name_bit(&s.name));
+        self.span_names.0.set((mask, self.spans.len()));
+        mask
+    }
+
+    /// Might a span of one of these names be here? False is sure.
+    pub fn may_have_span(&self, names: &Names) -> bool {
+        self.span_mask() & names.mask != 0
     }
 
     pub fn field(&self, key: &str) -> Option<&str> {
@@ -525,11 +591,14 @@ impl<'a> Event<'a> {
     }
 
     pub fn span(&self, name: &str) -> Option<&Span<'a>> {
+        if self.span_mask() & name_bit(name) == 0 {
+            return None;
+        }
         self.spans.iter().rev().find(|s| s.name == name)
     }
 
     pub fn has_span(&self, name: &str) -> bool {
-        self.spans.iter().any(|s| s.name == name)
+        self.span_mask() & name_bit(name) != 0 && self.spans.iter().any(|s| s.name == name)
     }
 
     pub fn message(&self) -> &str {

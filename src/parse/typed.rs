@@ -2,8 +2,9 @@
 //! the TLS state, addresses, HTTP status, and the era cues a line carries.
 //! Every view reads the spellings of every proxy version.
 
-use super::event::{Era, Event, Producer};
+use super::event::{Era, Event, Names, Producer};
 use super::fields::split_list;
+use crate::span_names;
 use serde::Serialize;
 use std::borrow::Cow;
 
@@ -122,11 +123,14 @@ impl<'a> Event<'a> {
         keys.iter().find_map(|k| self.field(k))
     }
 
-    fn span_first(&self, spans: &[&str], keys: &[&str]) -> Option<&str> {
+    fn span_first(&self, spans: &Names, keys: &[&str]) -> Option<&str> {
+        if !self.may_have_span(spans) {
+            return None;
+        }
         self.spans
             .iter()
             .rev()
-            .filter(|s| spans.contains(&s.name.as_ref()))
+            .filter(|s| spans.list.contains(&s.name.as_ref()))
             .find_map(|s| keys.iter().find_map(|k| s.field(k)))
     }
 
@@ -185,18 +189,23 @@ impl<'a> Event<'a> {
             .filter(|a| a.contains(':'))
             .or_else(|| {
                 self.span_first(
-                    &["accept", "rescue", "conn"],
+                    span_names!["accept", "rescue", "conn"],
                     &["client.addr", "client_addr", "peer.addr", "remote"],
                 )
             })
-            .or_else(|| self.span_first(&["proxy"], &["remote"]))
+            .or_else(|| self.span_first(span_names!["proxy"], &["remote"]))
     }
 
     /// The address the client connected to (inbound: this pod's port).
     pub fn target_addr(&self) -> Option<&str> {
         self.first_of(&["target.addr", "target_addr"])
-            .or_else(|| self.span_first(&["accept", "source"], &["target.addr", "target_addr"]))
-            .or_else(|| self.span_first(&["server"], &["orig_dst"]))
+            .or_else(|| {
+                self.span_first(
+                    span_names!["accept", "source"],
+                    &["target.addr", "target_addr"],
+                )
+            })
+            .or_else(|| self.span_first(span_names!["server"], &["orig_dst"]))
             .or_else(|| {
                 self.field("server.addr")
                     .filter(|_| self.has_span("inbound"))
@@ -205,7 +214,7 @@ impl<'a> Event<'a> {
 
     /// The inbound port a connection arrived on.
     pub fn port(&self) -> Option<u16> {
-        self.span_first(&["server"], &["port"])
+        self.span_first(span_names!["server"], &["port"])
             .and_then(|p| p.parse().ok())
             .or_else(|| self.target_addr().and_then(port_of))
             .or_else(|| self.field("port").and_then(|p| p.parse().ok()))
@@ -220,11 +229,11 @@ impl<'a> Event<'a> {
     /// The logical destination (service authority) the request went to.
     pub fn dst(&self) -> Option<Cow<'_, str>> {
         if let Some(d) = self
-            .span_first(&["logical"], &["dst", "addr"])
-            .or_else(|| self.span_first(&["gateway"], &["target", "dst"]))
+            .span_first(span_names!["logical"], &["dst", "addr"])
+            .or_else(|| self.span_first(span_names!["gateway"], &["target", "dst"]))
             .or_else(|| {
                 self.span_first(
-                    &["concrete", "profile", "balance", "target", "ingress"],
+                    span_names!["concrete", "profile", "balance", "target", "ingress"],
                     &["addr", "dst"],
                 )
             })
@@ -239,10 +248,10 @@ impl<'a> Event<'a> {
                 return Some(Cow::Owned(format!("{name}.{ns}.svc.cluster.local:{port}")));
             }
         }
-        self.span_first(&["proxy", "tcp.forward"], &["addr"])
+        self.span_first(span_names!["proxy", "tcp.forward"], &["addr"])
             .filter(|_| self.has_span("outbound"))
             .or_else(|| self.legacy_client_dst())
-            .or_else(|| self.span_first(&["authority"], &["addr"]))
+            .or_else(|| self.span_first(span_names!["authority"], &["addr"]))
             .map(Cow::Borrowed)
     }
 
@@ -256,7 +265,7 @@ impl<'a> Event<'a> {
     /// The endpoint (pod address) a connection was made to.
     pub fn endpoint(&self) -> Option<&str> {
         self.span_first(
-            &["endpoint", "forward"],
+            span_names!["endpoint", "forward"],
             &["peer.addr", "server.addr", "addr"],
         )
         .or_else(|| {
