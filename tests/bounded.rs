@@ -2,19 +2,13 @@
 //! are read cut and counted, deep JSON is kept as text without recursion,
 //! a lone CR ends a line, and a line of gigabytes costs linear time.
 
+mod common;
+
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn lpa(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
+    let (child, mut input) = common::piped(args);
     let data = stdin.to_vec();
     let writer = std::thread::spawn(move || {
         let _ = input.write_all(&data);

@@ -3,6 +3,8 @@
 //! recreate, and copytruncate; a FIFO is read to its end; stdin lines are
 //! read up to --max-line; SIGTERM and SIGINT give the final report.
 
+mod common;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -63,19 +65,6 @@ fn spawn_follow(path: &Path) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// lpa with `args`, its stdin a pipe the test writes to.
-fn on_stdin(args: &[&str]) -> (Child, std::process::ChildStdin) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lpa"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdin = child.stdin.take().unwrap();
-    (child, stdin)
 }
 
 /// Sends `sig`, then waits (at most 20 s) for the exit; code, stdout, stderr.
@@ -199,7 +188,7 @@ fn a_fifo_is_read_to_its_end() {
 
 #[test]
 fn stdin_lines_are_read_up_to_max_line_and_sigint_reports() {
-    let (child, mut stdin) = on_stdin(&[
+    let (child, mut stdin) = common::piped(&[
         "explain",
         "--follow",
         "--format",
@@ -265,7 +254,7 @@ fn after_a_rotation_lines_are_numbered_in_their_own_file() {
 
 #[test]
 fn running_lines_are_told_when_a_count_doubles_and_benign_once() {
-    let (mut child, mut stdin) = on_stdin(&["explain", "--follow", "--color", "never"]);
+    let (mut child, mut stdin) = common::piped(&["explain", "--follow", "--color", "never"]);
     // Ten bursts, each seen on its own tick (ticks are 500 ms apart).
     for _ in 0..10 {
         stdin.write_all(REFUSED.as_bytes()).unwrap();
@@ -316,7 +305,7 @@ fn explain_stdin(open: Duration, until: &str, extra: &[&str]) -> (String, Durati
     let args: Vec<&str> = std::iter::once("explain")
         .chain(extra.iter().copied())
         .collect();
-    let (mut child, mut stdin) = on_stdin(&args);
+    let (mut child, mut stdin) = common::piped(&args);
     let mut pipe = child.stderr.take().unwrap();
     let err = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let sink = err.clone();

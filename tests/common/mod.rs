@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
 
 pub const LPA: &str = env!("CARGO_BIN_EXE_lpa");
 
@@ -26,6 +26,20 @@ pub fn run(args: &[&str], columns: &str, stdin: &str) -> Output {
         .write_all(stdin.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// lpa with `args`, its stdin a pipe the test writes to (its stdout and
+/// stderr piped too).
+pub fn piped(args: &[&str]) -> (Child, ChildStdin) {
+    let mut child = Command::new(LPA)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
 }
 
 /// Its exit code and stdout, fed `stdin`, 80 columns wide.
