@@ -5,18 +5,55 @@
 //! so results do not depend on the thread count.
 
 use crate::input::{self, wrap::normalize, Cut, Source};
+use crate::parse::template::{self, Seen};
 use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
 use anyhow::Result;
+use memchr::memchr;
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 use typed_arena::Arena;
 
 /// What a pass over the input keeps of each record.
 pub trait Accumulator: Send {
     fn record(&mut self, source: &str, rec: &Record<'_>);
+    /// A record, told the block it was read from (for an accumulator that
+    /// looks back into the lines before it).
+    fn record_in(&mut self, source: &str, rec: &Record<'_>, _around: &Around<'_>) {
+        self.record(source, rec)
+    }
     /// A line of the block was longer than the maximum and is read cut;
     /// told before the block's records.
     fn cut(&mut self, _source: &str, _cut: Cut) {}
+    /// Whether to look for lean lines ([`Accumulator::lean`]) at all.
+    fn wants_lean(&self) -> bool {
+        false
+    }
+    /// Takes a line in the lean shape instead of its record, when what the
+    /// record would add is known from the line's level, target and body
+    /// alone: true when taken (the line is then not tokenized).
+    fn lean(&mut self, _source: &str, _line: u64, _seen: &Seen<'_>, _around: &Around<'_>) -> bool {
+        false
+    }
+    /// Every record of the block has been told; `text` is the block, for an
+    /// accumulator that keeps it (to look back into it from later blocks).
+    fn end_block(&mut self, _text: &Arc<Text>) {}
+}
+
+/// The block a record is read from: what look-back reads of the lines
+/// before a record.
+#[derive(Clone, Copy)]
+pub struct Around<'b> {
+    pub data: &'b [u8],
+    pub first_line: u64,
+}
+
+impl Around<'_> {
+    /// No block: a record read on its own.
+    pub const NONE: Around<'static> = Around {
+        data: b"",
+        first_line: 1,
+    };
 }
 
 pub struct Options {
@@ -50,28 +87,51 @@ impl Options {
     }
 }
 
-/// Tokenizes one block of whole lines into a fresh accumulator.
+/// Tokenizes one block of whole lines into a fresh accumulator; lines in
+/// the lean shape that it takes are not tokenized.
 pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64, mut acc: A) -> A {
     let arena = Arena::new();
     let mut tok = Tokenizer::new(&arena);
-    let mut emit = |r: &mut Record<'_>| acc.record(source, r);
-    for (i, raw) in input::lines(block).enumerate() {
-        let line = normalize(raw, &arena);
-        tok.push(first_line + i as u64, line, &mut emit);
+    let around = Around {
+        data: block,
+        first_line,
+    };
+    // A lean line must be one `normalize` leaves as it is: the block is
+    // UTF-8 and holds no escape byte (a colour code).
+    let text = acc
+        .wants_lean()
+        .then(|| std::str::from_utf8(block).ok())
+        .flatten()
+        .filter(|_| memchr(0x1b, block).is_none());
+    let emit = |acc: &mut A, r: &mut Record<'_>| acc.record_in(source, r, &around);
+    let (mut pos, mut n) = (0, first_line);
+    while pos < block.len() {
+        let end = memchr(b'\n', &block[pos..]).map_or(block.len(), |i| pos + i);
+        if let Some(l) = text.and_then(|t| template::seen(&t[pos..end])) {
+            // A record the tokenizer holds ends before this line.
+            tok.flush(&mut |r| emit(&mut acc, r));
+            if acc.lean(source, n, &l, &around) {
+                (pos, n) = (end + 1, n + 1);
+                continue;
+            }
+        }
+        let line = normalize(&block[pos..end], &arena);
+        tok.push(n, line, &mut |r| emit(&mut acc, r));
+        (pos, n) = (end + 1, n + 1);
     }
-    tok.flush(&mut emit);
+    tok.flush(&mut |r| emit(&mut acc, r));
     acc
 }
 
 /// One block of whole lines, with what it needs to be processed alone.
-struct Block {
-    source: String,
-    data: Vec<u8>,
-    first_line: u64,
-    cuts: Vec<Cut>,
+pub struct Text {
+    pub source: String,
+    pub data: Vec<u8>,
+    pub first_line: u64,
+    pub cuts: Vec<Cut>,
 }
 
-impl Block {
+impl Text {
     /// A fresh accumulator told of the block's cut lines, then fed its lines.
     fn process<A: Accumulator>(&self, mut acc: A) -> A {
         for c in &self.cuts {
@@ -105,7 +165,7 @@ impl<'s> Reader<'s> {
     }
 
     /// The next block, read into `buf` (a spare buffer, or empty).
-    fn next(&mut self, mut buf: Vec<u8>) -> Option<Block> {
+    fn next(&mut self, mut buf: Vec<u8>) -> Option<Text> {
         loop {
             let blocks = match &mut self.current {
                 Some(b) => b,
@@ -120,7 +180,7 @@ impl<'s> Reader<'s> {
             match blocks.next_into(&mut buf) {
                 Ok(Some(first_line)) => {
                     self.progress.advance(buf.len() as u64);
-                    return Some(Block {
+                    return Some(Text {
                         source: self.name.clone(),
                         cuts: blocks.cuts().to_vec(),
                         data: buf,
@@ -148,27 +208,46 @@ where
 {
     let threads = opts.threads.max(1);
     let mut reader = Reader::new(sources, opts);
+    // A block's buffer is read into again once no accumulator keeps it.
+    let mut done = |text: Arc<Text>, acc: A| -> Result<Option<Vec<u8>>> {
+        consume(&text.source, acc)?;
+        Ok(Arc::try_unwrap(text).ok().map(|t| t.data))
+    };
     if threads == 1 {
-        let mut buf = Vec::new();
-        while let Some(b) = reader.next(buf) {
-            consume(&b.source, b.process(make()))?;
-            buf = b.data;
+        let mut spare = None;
+        while let Some(t) = reader.next(spare.take().unwrap_or_default()) {
+            let text = Arc::new(t);
+            let mut acc = text.process(make());
+            acc.end_block(&text);
+            spare = done(text, acc)?;
         }
         return Ok(());
     }
-    type Job<A> = (Block, A, SyncSender<(Block, A)>);
+    type Job<A> = (Arc<Text>, A, SyncSender<(Arc<Text>, A)>);
     let (job_tx, job_rx) = mpsc::sync_channel::<Job<A>>(threads);
     let job_rx = std::sync::Mutex::new(job_rx);
     std::thread::scope(|s| -> Result<()> {
+        // Reading runs ahead on a thread of its own, so that merging and
+        // reading, both on one thread, never keep the workers waiting.
+        let (text_tx, text_rx) = mpsc::sync_channel::<Text>(threads);
+        let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
+        spawn(s, "lpa-reader".into(), move || {
+            while let Some(t) = reader.next(spare_rx.try_recv().unwrap_or_default()) {
+                if text_tx.send(t).is_err() {
+                    return;
+                }
+            }
+        })?;
         for i in 0..threads {
             let job_rx = &job_rx;
             spawn(s, format!("lpa-block-{i}"), move || loop {
                 let job = job_rx.lock().map(|rx| rx.recv());
-                let Ok(Ok((block, acc, done))) = job else {
+                let Ok(Ok((text, acc, done))) = job else {
                     return;
                 };
-                let acc = block.process(acc);
-                if done.send((block, acc)).is_err() {
+                let mut acc = text.process(acc);
+                acc.end_block(&text);
+                if done.send((text, acc)).is_err() {
                     return;
                 }
             })?;
@@ -177,17 +256,16 @@ where
         // memory is measured for: explain's state can be many times its
         // block): while the oldest is merged, the others go on.
         let mut window = std::collections::VecDeque::with_capacity(threads);
-        let mut spare: Vec<Vec<u8>> = Vec::new();
         let result = loop {
             while window.len() < threads {
-                let Some(block) = reader.next(spare.pop().unwrap_or_default()) else {
+                let Ok(t) = text_rx.recv() else {
                     break;
                 };
                 // Accumulators are made (and, after `consume`, dropped) on
                 // this thread: their buffers then come from and return to
                 // one malloc arena instead of piling up in each worker's.
                 let (tx, rx) = mpsc::sync_channel(1);
-                if job_tx.send((block, make(), tx)).is_err() {
+                if job_tx.send((Arc::new(t), make(), tx)).is_err() {
                     break;
                 }
                 window.push_back(rx);
@@ -195,18 +273,22 @@ where
             let Some(rx) = window.pop_front() else {
                 break Ok(());
             };
-            let Ok((block, acc)) = rx.recv() else {
+            let Ok((text, acc)) = rx.recv() else {
                 break Err(anyhow::anyhow!("a worker thread stopped"));
             };
-            if let Err(e) = consume(&block.source, acc) {
-                break Err(e);
+            match done(text, acc) {
+                Ok(Some(buf)) => {
+                    let _ = spare_tx.send(buf);
+                }
+                Ok(None) => {}
+                Err(e) => break Err(e),
             }
-            spare.push(block.data);
         };
-        // Workers stop when the jobs end; on an error, what is in flight
-        // is dropped.
+        // Workers and the reader stop when their channels close; on an
+        // error, what is in flight is dropped.
         drop(job_tx);
         drop(window);
+        drop(text_rx);
         result
     })
 }
@@ -270,7 +352,7 @@ where
     // Each block's chunk receiver, in input order: the writer drains one
     // after the other. Bounded, so the reader waits when it runs ahead.
     let (order_tx, order_rx) = mpsc::sync_channel::<Receiver<Vec<u8>>>(threads);
-    let (job_tx, job_rx) = mpsc::sync_channel::<(Block, SyncSender<Vec<u8>>)>(threads);
+    let (job_tx, job_rx) = mpsc::sync_channel::<(Text, SyncSender<Vec<u8>>)>(threads);
     let job_rx = std::sync::Mutex::new(job_rx);
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|s| -> Result<()> {

@@ -413,7 +413,10 @@ impl<'s> Blocks<'s> {
                 buf.truncate(old + *r.as_ref().unwrap_or(&0));
                 r
             } else {
-                // read_to_end on a bounded reader appends without zero-filling.
+                // read_to_end on a bounded reader appends without zero-filling
+                // (and, with the room made first, without growing the buffer
+                // step by step).
+                buf.reserve(limit.min(64 << 20));
                 self.src.reader()?.take(limit as u64).read_to_end(buf)
             };
             match r {
@@ -438,6 +441,9 @@ impl<'s> Blocks<'s> {
     /// becomes LF) and drops, in place, what any line holds past the
     /// maximum: one pass over each byte read, however long the lines.
     fn scan(&mut self, buf: &mut Vec<u8>) {
+        if self.scan_plain(buf) {
+            return;
+        }
         let len = buf.len();
         let (mut r, mut w) = (self.scanned, self.scanned);
         loop {
@@ -475,6 +481,32 @@ impl<'s> Blocks<'s> {
         buf.copy_within(r..len, w);
         buf.truncate(w + (len - r));
         self.scanned = w;
+    }
+
+    /// `scan` where nothing changes: no CR, and no line past the maximum.
+    /// Then only the line count and where the last line starts move on, and
+    /// the bytes need not be copied one line at a time. False (nothing
+    /// done) otherwise.
+    fn scan_plain(&mut self, buf: &[u8]) -> bool {
+        let from = self.scanned;
+        if self.dropped > 0 || memchr::memchr(b'\r', &buf[from..]).is_some() {
+            return false;
+        }
+        let (mut start, mut lines) = (self.line_start, 0);
+        for p in memchr_iter(b'\n', &buf[from..]) {
+            if from + p - start > self.max_line {
+                return false;
+            }
+            start = from + p + 1;
+            lines += 1;
+        }
+        if buf.len() - start > self.max_line {
+            return false;
+        }
+        self.read_line += lines;
+        self.line_start = start;
+        self.scanned = buf.len();
+        true
     }
 
     /// The line being scanned ends: told as cut if bytes of it were dropped.

@@ -7,8 +7,8 @@
 //! fields; a line that breaks the grammar (cut, a bad escape, a huge label
 //! set) is not an event, so it is kept as unparsed.
 
+use super::era::EraCue;
 use super::event::{Component, Era, Event, Metric, Producer};
-use super::typed::EraCue;
 use std::borrow::Cow;
 
 /// Labels one sample may carry before the line counts as malformed: the

@@ -4,15 +4,18 @@
 
 pub mod check;
 pub mod component;
+pub mod era;
 pub mod event;
 pub mod fields;
 pub mod foreign;
 pub mod json;
 pub mod kube;
+pub mod lean;
 pub mod metrics;
 pub mod other;
 pub mod plain;
 pub mod recover;
+pub mod template;
 pub mod typed;
 
 pub use event::{Component, Era, Event, Foreign, Level, Metric, Producer, Record, Span, Wrapper};
@@ -24,6 +27,12 @@ use typed_arena::Arena;
 /// Parses one normalized line into `ev` (reused from line to line); false
 /// when no grammar matched (prose), leaving `ev` unspecified.
 pub fn parse_into<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
+    // Most lines of a busy proxy's log: read by a shape seen before.
+    template::read(line, ev) || parse_uncached(line, ev)
+}
+
+/// `parse_into` without the shapes cache: for a line looked at once.
+fn parse_uncached<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
     let u = unwrap(line);
     // An application container's own output, interleaved by `--prefix` or
     // stern, is not a Linkerd log even when it looks like one (logfmt).
@@ -463,10 +472,10 @@ pub fn is_block_anchor(line: &[u8]) -> bool {
     // which continues a `panic:` before it.
     looks_like_head && {
         let arena = typed_arena::Arena::new();
-        let header = parse_line(crate::input::wrap::normalize(line, &arena)).is_some_and(|ev| {
-            !(ev.producer == Producer::GoPanic && ev.message().starts_with("goroutine "))
-        });
-        header
+        let mut ev = Event::default();
+        // One line a block: not worth keeping its shape.
+        parse_uncached(crate::input::wrap::normalize(line, &arena), &mut ev)
+            && !(ev.producer == Producer::GoPanic && ev.message().starts_with("goroutine "))
     }
 }
 

@@ -9,9 +9,9 @@ use memchr::memchr;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 
-/// `[   12.345678s]` → seconds, the rest after `]`, and the fraction's digit
-/// count (more than 6 digits: integer nanoseconds, proxies ≤ v2.115).
-pub fn uptime(s: &str) -> Option<(f64, usize, &str)> {
+/// `[   12.345678s]` → the digits before and after the point, and the rest
+/// after `]`: the bracket's shape alone, without reading the number.
+pub(crate) fn uptime_parts(s: &str) -> Option<(&str, &str, &str)> {
     let b = s.as_bytes();
     if b.first() != Some(&b'[') {
         return None;
@@ -27,6 +27,18 @@ pub fn uptime(s: &str) -> Option<(f64, usize, &str)> {
     {
         return None;
     }
+    Some((secs, frac, &s[close + 1..]))
+}
+
+/// `[   12.345678s]` → seconds, the rest after `]`, and the fraction's digit
+/// count (more than 6 digits: integer nanoseconds, proxies ≤ v2.115).
+pub fn uptime(s: &str) -> Option<(f64, usize, &str)> {
+    let (secs, frac, rest) = uptime_parts(s)?;
+    Some((seconds(secs, frac)?, frac.len(), rest))
+}
+
+/// The seconds an uptime's digits (before and after the point) stand for.
+pub(crate) fn seconds(secs: &str, frac: &str) -> Option<f64> {
     let secs: f64 = secs.parse().ok()?;
     let frac_v: f64 = frac.parse().ok()?;
     let scale = if frac.len() > 6 {
@@ -34,10 +46,21 @@ pub fn uptime(s: &str) -> Option<(f64, usize, &str)> {
     } else {
         10f64.powi(frac.len() as i32)
     };
-    Some((secs + frac_v / scale, frac.len(), &s[close + 1..]))
+    Some(secs + frac_v / scale)
 }
 
-fn level_word(s: &str) -> Option<(Level, &str)> {
+/// The proxy's uptime from its bracket's seconds: before v2.116 the
+/// fraction is integer nanoseconds printed `{:06}`, so six digits mean
+/// nanoseconds too when the line has no thread id (v2.91).
+pub(crate) fn proxy_uptime(up: f64, frac_digits: usize, thread: bool) -> f64 {
+    if frac_digits == 6 && !thread {
+        up.trunc() + (up.fract() * 1e6).round() / 1e9
+    } else {
+        up
+    }
+}
+
+pub(crate) fn level_word(s: &str) -> Option<(Level, &str)> {
     let s = s.trim_start_matches(' ');
     let end = s.find(' ').unwrap_or(s.len());
     let lvl = match &s[..end] {
@@ -51,7 +74,7 @@ fn level_word(s: &str) -> Option<(Level, &str)> {
     Some((lvl, s[end..].trim_start_matches(' ')))
 }
 
-fn thread_id(s: &str) -> Option<(&str, &str)> {
+pub(crate) fn thread_id(s: &str) -> Option<(&str, &str)> {
     let r = s.strip_prefix("ThreadId(")?;
     let close = r.find(')')?;
     let id = &r[..close];
@@ -74,13 +97,7 @@ pub fn proxy_plain<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
         }
         None => rest,
     };
-    // Before v2.116 the fraction is integer nanoseconds printed `{:06}`, so
-    // six digits mean nanoseconds too when the line has no thread id (v2.91).
-    ev.uptime = Some(if frac_digits == 6 && ev.thread.is_none() {
-        up.trunc() + (up.fract() * 1e6).round() / 1e9
-    } else {
-        up
-    });
+    ev.uptime = Some(proxy_uptime(up, frac_digits, ev.thread.is_some()));
     tracing_tail(rest, ev, false)
 }
 
@@ -311,23 +328,25 @@ fn parse_spans<'a>(h: &'a str, out: &mut SmallVec<[Span<'a>; 12]>) {
 /// Bytes that matter while looking for a span's closing brace.
 static BRACES: [bool; 256] = byte_table(b"{}\"");
 
-/// Spans, target and body after the level (and thread). With `anchored`
-/// the line is only accepted when the target is a known crate path.
-pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Option<()> {
-    let b = rest.as_bytes();
-    let Some(h1_end) = head_end(b) else {
-        if anchored {
-            return None;
-        }
-        // No target at all: keep the text as the message. A span stack that
-        // never closes is a copy cut in the middle of the head.
-        ev.message = Some(Cow::Borrowed(rest)).filter(|m| !m.is_empty());
-        ev.cut = memchr::memchr_iter(b'{', b).count() > memchr::memchr_iter(b'}', b).count();
-        return Some(());
-    };
+/// Where the text after a tracing line's level splits: its span stack (if
+/// any), its target (empty when only spans precede the body) and its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tail<'a> {
+    pub spans: Option<&'a str>,
+    pub target: &'a str,
+    pub body: &'a str,
+    /// The head whose crate root decided the split, when one did.
+    pub rooted: Option<&'a str>,
+}
+
+/// Splits the text after the level (and thread); `None` when no `": "`
+/// closes a head (the text is all message).
+pub fn split_tail(rest: &str) -> Option<Tail<'_>> {
+    let h1_end = head_end(rest.as_bytes())?;
     let h1 = &rest[..h1_end];
     let after1 = rest.get(h1_end + 2..).unwrap_or("");
     let h2 = head_end(after1.as_bytes()).map(|e| (&after1[..e], after1.get(e + 2..).unwrap_or("")));
+    let mut rooted = None;
     let (spans, target, body) = if is_span_context(h1) {
         match h2 {
             Some((t, body)) if is_target(t) => (Some(h1), t, body),
@@ -335,9 +354,58 @@ pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Op
         }
     } else {
         match h2 {
-            Some((t, body)) if is_target(t) && has_known_root(t) => (Some(h1), t, body),
+            Some((t, body))
+                if is_target(t) && {
+                    rooted = Some(t);
+                    has_known_root(t)
+                } =>
+            {
+                (Some(h1), t, body)
+            }
             _ => (None, h1, after1),
         }
+    };
+    Some(Tail {
+        spans,
+        target,
+        body,
+        rooted,
+    })
+}
+
+/// Does a head's crate root (as [`split_tail`] asks) depend on its digits,
+/// beyond their being digits? Only roots spelt with one can (`h2`).
+pub(crate) fn root_reads_digits(head: &str) -> bool {
+    !head.contains("::")
+        && KNOWN_ROOTS.iter().any(|r| {
+            r.bytes().any(|b| b.is_ascii_digit())
+                && head.len() >= r.len()
+                && head
+                    .bytes()
+                    .zip(r.bytes())
+                    .all(|(h, r)| h == r || (h.is_ascii_digit() && r.is_ascii_digit()))
+        })
+}
+
+/// Spans, target and body after the level (and thread). With `anchored`
+/// the line is only accepted when the target is a known crate path.
+pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Option<()> {
+    let Some(Tail {
+        spans,
+        target,
+        body,
+        ..
+    }) = split_tail(rest)
+    else {
+        if anchored {
+            return None;
+        }
+        // No target at all: keep the text as the message. A span stack that
+        // never closes is a copy cut in the middle of the head.
+        let b = rest.as_bytes();
+        ev.message = Some(Cow::Borrowed(rest)).filter(|m| !m.is_empty());
+        ev.cut = memchr::memchr_iter(b'{', b).count() > memchr::memchr_iter(b'}', b).count();
+        return Some(());
     };
     if anchored && !(is_target(target) && has_known_root(target)) {
         return None;

@@ -2,7 +2,7 @@
 //! the TLS state, addresses, HTTP status, and the era cues a line carries.
 //! Every view reads the spellings of every proxy version.
 
-use super::event::{Era, Event, Names, Producer};
+use super::event::{Event, Names};
 use super::fields::split_list;
 use crate::span_names;
 use serde::Serialize;
@@ -106,6 +106,41 @@ pub fn parse_tls(v: &str) -> Tls<'_> {
     }
     tls
 }
+
+/// The spellings a plain-text line holds whenever [`Event::dst`],
+/// [`Event::endpoint`] or [`Event::port`] gives it something: a span with
+/// one of the fields they read is written `name{…}`, a field `key=…`. A line
+/// holding none of a view's words gives that view nothing, so a pass can
+/// skip reading it for that view.
+pub const DST_WORDS: &[&str] = &[
+    "logical{",
+    "gateway{",
+    "concrete{",
+    "profile{",
+    "balance{",
+    "target{",
+    "ingress{",
+    "service{",
+    "proxy{",
+    "tcp.forward{",
+    "authority{",
+    "dst=",
+];
+pub const ENDPOINT_WORDS: &[&str] = &[
+    "endpoint{",
+    "forward{",
+    "proxy{",
+    "server.addr=",
+    "peer.addr=",
+];
+pub const PORT_WORDS: &[&str] = &[
+    "server{",
+    "target.addr=",
+    "target_addr=",
+    "server.addr=",
+    "port=",
+    "header=",
+];
 
 /// `host:port` → port.
 pub fn port_of(addr: &str) -> Option<u16> {
@@ -338,196 +373,6 @@ impl<'a> Event<'a> {
         out.retain(|v| !v.is_empty() && *v != "-");
         out
     }
-
-    /// What the line tells of the Linkerd version that wrote it.
-    pub fn era_cue(&self) -> EraCue {
-        era_cue(self)
-    }
-}
-
-/// A bound on the era: `exact` from a version banner, else a range.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct EraCue {
-    pub exact: Option<Era>,
-    pub min: Option<Era>,
-    pub max: Option<Era>,
-}
-
-impl EraCue {
-    fn exact(e: Option<Era>) -> Self {
-        EraCue {
-            exact: e,
-            ..Default::default()
-        }
-    }
-    fn at_least(mut self, e: Era) -> Self {
-        self.min = Some(self.min.map_or(e, |m| m.max(e)));
-        self
-    }
-    fn at_most(mut self, e: Era) -> Self {
-        self.max = Some(self.max.map_or(e, |m| m.min(e)));
-        self
-    }
-    pub fn is_empty(&self) -> bool {
-        *self == EraCue::default()
-    }
-}
-
-fn era_cue(ev: &Event) -> EraCue {
-    let msg = ev.message();
-    let target = ev.target();
-    if let Some(v) = msg.strip_prefix("release ") {
-        if target.starts_with("linkerd2_proxy") {
-            return EraCue::exact(Era::of_proxy_version(v.split(' ').next().unwrap_or("")));
-        }
-    }
-    if let Some(v) = msg.strip_prefix("running version ") {
-        return EraCue::exact(Era::of_linkerd_version(v));
-    }
-    let mut c = EraCue::default();
-    match ev.producer {
-        Producer::ProxyLegacy => return c.at_most(Era::Upto2_9),
-        Producer::ProxyPlain if ev.thread.is_none() && !ev.truncated_head => {
-            c = c.at_most(Era::Upto2_9)
-        }
-        Producer::ProxyJson if ev.timestamp.is_some() => c = c.at_least(Era::V2_15),
-        _ => {}
-    }
-    if !ev.producer.is_proxy() {
-        return c;
-    }
-    if target.starts_with("linkerd2_")
-        && target != "linkerd2_proxy"
-        && !target.starts_with("linkerd2_proxy::")
-    {
-        c = c.at_most(Era::Upto2_9);
-    } else if target.starts_with("linkerd_") {
-        c = c.at_least(Era::V2_10);
-    }
-    if target.starts_with("linkerd_proxy_balance_queue")
-        || msg.starts_with("Unavailable; entering failfast")
-    {
-        c = c.at_least(Era::V2_15);
-    }
-    if msg.starts_with("Failed to proxy request") {
-        c = c.at_most(Era::V2_10);
-    }
-    if msg.contains("HTTP Balancer service in fail-fast") {
-        c = c.at_least(Era::V2_10).at_most(Era::V2_12);
-    }
-    if msg.ends_with(" request failed")
-        || ev.span("service").is_some_and(|s| s.field("ns").is_some())
-    {
-        c = c.at_least(Era::V2_12);
-    }
-    if let Some(e) = ev.field("error") {
-        if e.contains(", error: ") {
-            c = c.at_least(Era::V2_10).at_most(Era::V2_10);
-        } else if e.contains(" error.source=") {
-            c = c.at_most(Era::Upto2_9);
-        }
-    }
-    if ev.field("error.sources").is_some() || ev.has_span("rescue") {
-        c = c.at_least(Era::V2_10);
-    }
-    if ev
-        .span("accept")
-        .is_some_and(|s| s.field("peer.addr").is_some())
-    {
-        c = c.at_most(Era::Upto2_9);
-    }
-    c
-}
-
-/// The eras a log's wording allows (both ends inclusive).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct EraRange {
-    pub min: Option<Era>,
-    pub max: Option<Era>,
-}
-
-/// Folds the cues of a whole log into one era.
-#[derive(Debug, Default, Clone)]
-pub struct EraVote {
-    exact: [u64; 4],
-    min: Option<Era>,
-    max: Option<Era>,
-}
-
-fn idx(e: Era) -> usize {
-    match e {
-        Era::Upto2_9 => 0,
-        Era::V2_10 => 1,
-        Era::V2_12 => 2,
-        Era::V2_15 => 3,
-    }
-}
-
-const ERAS: [Era; 4] = [Era::Upto2_9, Era::V2_10, Era::V2_12, Era::V2_15];
-
-impl EraVote {
-    pub fn add(&mut self, c: EraCue) {
-        if let Some(e) = c.exact {
-            self.exact[idx(e)] += 1;
-        }
-        if let Some(m) = c.min {
-            self.min = Some(self.min.map_or(m, |x| x.max(m)));
-        }
-        if let Some(m) = c.max {
-            self.max = Some(self.max.map_or(m, |x| x.min(m)));
-        }
-    }
-
-    /// A version stated elsewhere (a ticket's prose) outranks format cues.
-    pub fn add_stated(&mut self, e: Era) {
-        self.exact[idx(e)] += 1_000_000;
-    }
-
-    pub fn merge(&mut self, o: &EraVote) {
-        for i in 0..4 {
-            self.exact[i] += o.exact[i];
-        }
-        self.add(EraCue {
-            exact: None,
-            min: o.min,
-            max: o.max,
-        });
-    }
-
-    /// What the cues allow: the exact era when a banner or stated version
-    /// fixes it, else the bounds the wording sets.
-    pub fn range(&self) -> EraRange {
-        if let Some(e) = self.exact_era() {
-            return EraRange {
-                min: Some(e),
-                max: Some(e),
-            };
-        }
-        match (self.min, self.max) {
-            // Contradicting cues (mixed versions in one input): trust the newer.
-            (Some(lo), Some(hi)) if lo > hi => EraRange {
-                min: Some(lo),
-                max: None,
-            },
-            (min, max) => EraRange { min, max },
-        }
-    }
-
-    fn exact_era(&self) -> Option<Era> {
-        self.exact
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-            .max_by_key(|(_, n)| **n)
-            .map(|(i, _)| ERAS[i])
-    }
-
-    /// The era advice is chosen for: exact, else the oldest the cues allow
-    /// (commands that exist there exist later too, mostly), else the newest.
-    pub fn era(&self) -> Option<Era> {
-        let r = self.range();
-        r.min.or(r.max)
-    }
 }
 
 #[cfg(test)]
@@ -559,14 +404,5 @@ mod tests {
             (t.state.as_ref(), t.sni),
             ("passthru", Some("api.example.com"))
         );
-    }
-
-    #[test]
-    fn versions_to_eras() {
-        assert_eq!(Era::of_linkerd_version("stable-2.14.1"), Some(Era::V2_12));
-        assert_eq!(Era::of_linkerd_version("2.10"), Some(Era::V2_10));
-        assert_eq!(Era::of_linkerd_version("edge-24.5.1"), Some(Era::V2_15));
-        assert_eq!(Era::of_proxy_version("2.210.4"), Some(Era::V2_12));
-        assert_eq!(Era::of_proxy_version("2.91.0"), Some(Era::Upto2_9));
     }
 }

@@ -3,7 +3,7 @@
 
 use super::plural::{count, times};
 use super::text::{self, code, fenced};
-use crate::parse::typed::EraRange;
+use crate::parse::era::EraRange;
 use crate::parse::Era;
 use crate::rules::command::setup_line;
 use crate::rules::engine::{Finding, Stats, UnmatchedEntry};

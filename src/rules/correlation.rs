@@ -4,10 +4,11 @@
 //! destination a connection's earlier lines named, and matches that wait
 //! for what a block before theirs said.
 
-use super::conns::{ConnCtx, Missing, Recent};
+use super::conns::{Missing, Recent};
 use super::finding::Evidence;
 use super::group::{add_context, evidence, group_of, hit, tag_key, target_prefix};
 pub use super::group::{Acc, MAX_EVIDENCE};
+use super::lookback::{KeyShape, Lookback};
 use super::matching::{Engine, Line};
 use super::metrics::Found;
 use super::snapshot::Snapshots;
@@ -15,9 +16,12 @@ use super::stats::level_index;
 pub use super::stats::{era_text, EraSampler, Stats};
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, TagKey};
+use crate::parse::era::format_cue;
+use crate::parse::template::Seen;
 use crate::parse::{Event, Level, Metric, Producer, Record};
-use crate::pipeline::Accumulator;
+use crate::pipeline::{Accumulator, Around, Text};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// Address aliases of service names kept.
 const MAX_ALIASES: usize = 4096;
@@ -62,9 +66,9 @@ pub struct State<'e> {
     tags: Recent<u32>,
     pending: Vec<Pending>,
     waiting_for_context: u32,
-    /// The destination and endpoint last seen on each connection, for
-    /// matches whose own line does not name them (2.7-era error lines).
-    conns: Recent<ConnCtx>,
+    /// The destination and endpoint a connection's earlier lines named,
+    /// for matches whose own line does not name them (2.7-era error lines).
+    lookback: Lookback,
     pub stats: Stats,
     pub(super) unmatched: Unmatched,
     /// Addresses known to stand for a service name (`proxy{addr=ClusterIP}`
@@ -86,6 +90,7 @@ impl Engine {
     pub fn whole_state(&self) -> State<'_> {
         State {
             defer: false,
+            lookback: Lookback::Remember(Recent::default()),
             ..self.state()
         }
     }
@@ -99,7 +104,7 @@ impl Engine {
             tags: Recent::default(),
             pending: Vec::new(),
             waiting_for_context: 0,
-            conns: Recent::default(),
+            lookback: Lookback::blocks(),
             stats: Stats::default(),
             unmatched: Unmatched::default(),
             aliases: BTreeMap::new(),
@@ -134,7 +139,7 @@ impl<'e> State<'e> {
             self.add_acc(k.0, k.1, a);
         }
         self.tags.absorb(later.tags, |t, l| *t |= l);
-        self.conns.absorb(later.conns, ConnCtx::absorb);
+        self.lookback.absorb(later.lookback);
         self.stats.merge(&later.stats);
         self.unmatched.merge(later.unmatched);
         for (a, n) in later.aliases {
@@ -152,8 +157,7 @@ impl<'e> State<'e> {
             .ctx_of
             .as_deref()
             .filter(|_| earlier)
-            .and_then(|c| self.conns.get(c))
-            .cloned();
+            .and_then(|c| self.lookback.earlier(c, p.missing));
         let mut matches = p.matches;
         if let Some(ctx) = &ctx {
             for m in &mut matches {
@@ -232,7 +236,7 @@ impl<'e> State<'e> {
         (req == 0 || have & req != 0) && have & forbid == 0
     }
 
-    fn observe(&mut self, source: &str, ev: &Event<'_>) {
+    fn observe(&mut self, source: &str, ev: &Event<'_>, around: &Around<'_>) {
         self.stats.events += 1;
         self.stats.lines += u64::from(ev.lines);
         if let Some(l) = ev.level {
@@ -251,9 +255,7 @@ impl<'e> State<'e> {
                 self.stats.checks.0 += 1;
             }
         }
-        if let Some(c) = tag_key(TagKey::Client, ev) {
-            self.remember_conn(c, ev);
-        }
+        self.lookback.event(ev, around);
         if self.aliases.len() < MAX_ALIASES && ev.has_span("service") {
             if let (Some(addr), Some(name)) =
                 (ev.span("proxy").and_then(|s| s.field("addr")), ev.dst())
@@ -305,8 +307,7 @@ impl<'e> State<'e> {
             source,
             (body, silent),
             full,
-            Line::Event(ev),
-            ev.line,
+            (Line::Event(ev), ev.line, around),
             loud.then_some(unmatched),
         );
     }
@@ -334,30 +335,6 @@ impl<'e> State<'e> {
         }
     }
 
-    fn remember_conn(&mut self, c: &str, ev: &Event<'_>) {
-        let dst = ev.dst();
-        let peer = ev.endpoint();
-        let port = ev.port();
-        if dst.is_none() && peer.is_none() && port.is_none() {
-            return;
-        }
-        let same = self.conns.get(c).is_some_and(|x| {
-            dst.as_deref().is_none_or(|d| x.dst.as_deref() == Some(d))
-                && peer.is_none_or(|p| x.peer.as_deref() == Some(p))
-                && port.is_none_or(|p| x.port == Some(p))
-        });
-        if same {
-            return;
-        }
-        self.conns.update(c, |e| {
-            e.absorb(ConnCtx {
-                dst: dst.map(|d| d.into_owned()),
-                peer: peer.map(str::to_string),
-                port,
-            })
-        });
-    }
-
     /// Matches the rules whose literals occur in `body` against the line
     /// (other text conditions read the `full` text; `silent` when the body
     /// is known to hold no literal) and decides its
@@ -369,8 +346,7 @@ impl<'e> State<'e> {
         source: &str,
         (body, silent): (&str, bool),
         hay: &str,
-        line: Line<'_, '_>,
-        n: u64,
+        (line, n, around): (Line<'_, '_>, u64, &Around<'_>),
         unmatched: Option<U>,
     ) where
         U: FnOnce() -> (String, Option<Level>, Evidence),
@@ -411,7 +387,7 @@ impl<'e> State<'e> {
         }
         let client = ev.and_then(|e| tag_key(TagKey::Client, e));
         let mut missing = ev.map(Missing::of).unwrap_or_default();
-        if let Some(ctx) = client.and_then(|c| self.conns.get(c)).cloned() {
+        if let Some(ctx) = client.and_then(|c| self.lookback.before(c, n, missing, around)) {
             for m in &mut matches {
                 add_context(&mut m.acc, &ctx, missing);
             }
@@ -461,6 +437,10 @@ impl Accumulator for State<'_> {
     }
 
     fn record(&mut self, source: &str, rec: &Record<'_>) {
+        self.record_in(source, rec, &Around::NONE)
+    }
+
+    fn record_in(&mut self, source: &str, rec: &Record<'_>, around: &Around<'_>) {
         self.stats.see_source(source);
         if !self.engine.window.admits(rec) {
             self.stats.outside += 1;
@@ -468,7 +448,7 @@ impl Accumulator for State<'_> {
         }
         match rec {
             Record::Event(ev) if ev.metric.is_some() => self.observe_metric(source, ev),
-            Record::Event(ev) => self.observe(source, ev),
+            Record::Event(ev) => self.observe(source, ev, around),
             Record::Unparsed {
                 line,
                 text,
@@ -502,12 +482,43 @@ impl Accumulator for State<'_> {
                     source,
                     (text, false),
                     text,
-                    kind,
-                    *line,
+                    (kind, *line, around),
                     loud.then_some(unmatched),
                 );
             }
         }
+    }
+
+    /// Lean lines are only counted when blocks look back for context (a
+    /// state that remembers every line's needs each event), every rule has
+    /// literals to search for, and no time window asks for each line's time.
+    fn wants_lean(&self) -> bool {
+        self.defer && self.engine.reads_lean()
+    }
+
+    /// A quiet line ([`super::quiet`]) changes nothing but counts.
+    fn lean(&mut self, source: &str, line: u64, seen: &Seen<'_>, around: &Around<'_>) -> bool {
+        let l = &seen.lean;
+        let mut key = KeyShape::Unknown;
+        if seen.cut || l.level >= Level::Warn || !self.engine.quiet.quiet(seen, &mut key) {
+            return false;
+        }
+        let s = &mut self.stats;
+        s.see_source(source);
+        s.events += 1;
+        s.lines += 1;
+        s.levels[level_index(l.level)] += 1;
+        s.proxy_events += 1;
+        // A proxy's target, or the CNI's: a Linkerd component either way.
+        s.linkerd_lines += 1;
+        let cue = format_cue(Producer::ProxyPlain, l.thread, false, l.target);
+        self.era_sampler.lean(cue, &mut s.era);
+        self.lookback.lean(line, l.text, key, around);
+        true
+    }
+
+    fn end_block(&mut self, text: &Arc<Text>) {
+        self.lookback.end_block(text);
     }
 }
 

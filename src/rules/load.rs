@@ -352,8 +352,17 @@ pub fn built_in() -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
     let mut kb = KnowledgeBase::default();
     let mut errs = Vec::new();
     let mut names = std::collections::HashSet::new();
-    for (file, text) in BUILT_IN {
-        match parse_over(file, text, &base) {
+    // Each file is parsed on its own (in parallel: TOML parsing is most of
+    // the startup), then they are checked together in order.
+    let parsed: Vec<_> = {
+        use rayon::prelude::*;
+        BUILT_IN
+            .par_iter()
+            .map(|(file, text)| parse_over(file, text, &base))
+            .collect()
+    };
+    for ((file, text), parsed) in BUILT_IN.iter().zip(parsed) {
+        match parsed {
             Ok(k) => {
                 for r in &k.rules {
                     if !names.insert(r.name.clone()) {

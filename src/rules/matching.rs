@@ -8,11 +8,12 @@ use super::command::Given;
 use super::metrics::Program;
 use super::ports;
 use super::{KnowledgeBase, Rule, Subject};
-use crate::parse::typed::EraCue;
+use crate::parse::era::EraCue;
 use crate::parse::{Component, Era, Event, Producer};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::Regex;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// What a line is, to the rules.
 #[derive(Clone, Copy)]
@@ -36,8 +37,9 @@ impl<'a, 'e> Line<'a, 'e> {
 /// Rules compiled for matching; shared by every thread.
 pub struct Engine {
     pub rules: Vec<Rule>,
-    /// The rules' literals, then the era cues' wording: one search tells
-    /// most lines, which hold neither, from the rest.
+    /// The rules' literals, then the era cues' wording, then the body
+    /// wording that bounds the era: one search tells most lines, which hold
+    /// none, from the rest.
     prefilter: AhoCorasick,
     /// Patterns of `prefilter` that are rules' literals (the first ones).
     rule_patterns: usize,
@@ -47,17 +49,10 @@ pub struct Engine {
     pattern_edges: Vec<(bool, bool)>,
     /// Rules without literals: tried on every event.
     always: Vec<usize>,
-    regexes: Vec<Option<Regex>>,
-    /// Whether a rule's `regex` names a subject: else asking whether it
-    /// matches is enough, and much cheaper than its captures.
-    regex_names: Vec<bool>,
-    not_regexes: Vec<Option<Regex>>,
-    captures: Vec<Option<Regex>>,
-    /// `all_text` and `not_text`, each a case-insensitive searcher (a
-    /// single-literal automaton finds its rare bytes with memchr instead of
-    /// comparing at every offset).
-    all_text: Vec<Vec<AhoCorasick>>,
-    not_text: Vec<Vec<AhoCorasick>>,
+    /// What each rule checks in a line's text beyond its literals,
+    /// compiled when a line first needs it: most rules never match a given
+    /// log, and compiling them all was most of the startup.
+    checks: Vec<OnceLock<Checks>>,
     pub(super) tag_bits: HashMap<String, u32>,
     era_prefilter: AhoCorasick,
     /// The era cues' wording in a packed (Teddy) searcher: several times
@@ -71,6 +66,8 @@ pub struct Engine {
     pub window: super::window::Window,
     /// The metric rules, which read snapshots instead of lines.
     pub(super) metrics: Program,
+    /// Tells the lines that change nothing but counts.
+    pub(super) quiet: super::quiet::Quiet,
 }
 
 fn is_word(b: u8) -> bool {
@@ -166,46 +163,31 @@ impl Engine {
             })
             .collect();
         let rule_patterns = patterns.len();
-        let prefilter = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
-            .match_kind(MatchKind::Standard)
-            .build(
-                patterns
-                    .iter()
-                    .map(String::as_str)
-                    .chain(kb.eras.iter().map(|e| e.text.as_str())),
-            )
-            .expect("rule literals compile");
-        let compile = |x: &Option<String>| {
-            x.as_ref()
-                .map(|x| Regex::new(x).expect("validated when loaded"))
+        let everything = || {
+            patterns
+                .iter()
+                .map(String::as_str)
+                .chain(kb.eras.iter().map(|e| e.text.as_str()))
+                .chain(crate::parse::era::BODY_TRIGGERS.iter().copied())
         };
-        let regexes: Vec<Option<Regex>> = rules.iter().map(|r| compile(&r.regex)).collect();
-        let regex_names = regexes
-            .iter()
-            .map(|rx| {
-                rx.as_ref().is_some_and(|rx| {
-                    rx.capture_names()
-                        .flatten()
-                        .any(|n| Subject::parse(n).is_some())
-                })
-            })
-            .collect();
+        // The two largest automata are built side by side: at startup the
+        // other core has nothing else to do. Most lines never reach the
+        // prefilter (quiet lines are told by their shape), so it is an
+        // automaton quick to build and small rather than the fastest.
+        let (prefilter, quiet) = rayon::join(
+            || {
+                AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(true)
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
+                    .match_kind(MatchKind::Standard)
+                    .build(everything())
+                    .expect("rule literals compile")
+            },
+            || super::quiet::Quiet::new(everything()),
+        );
         Engine {
             metrics: Program::new(&rules),
-            regexes,
-            regex_names,
-            not_regexes: rules.iter().map(|r| compile(&r.not_regex)).collect(),
-            captures: rules.iter().map(|r| compile(&r.capture)).collect(),
-            all_text: rules
-                .iter()
-                .map(|r| case_insensitive(&r.all_text))
-                .collect(),
-            not_text: rules
-                .iter()
-                .map(|r| case_insensitive(&r.not_text))
-                .collect(),
+            checks: rules.iter().map(|_| OnceLock::new()).collect(),
             rules,
             prefilter,
             rule_patterns,
@@ -218,6 +200,7 @@ impl Engine {
             era_cues,
             given: Given::default(),
             window: Default::default(),
+            quiet,
         }
     }
 
@@ -243,9 +226,17 @@ impl Engine {
     }
 
     /// Does this text hold neither a rule's literal nor an era cue's
-    /// wording (in any case)? Then neither search need be made.
+    /// wording (in any case)? Then neither search need be made, and its
+    /// body bounds no era (`era::BODY_TRIGGERS`).
     pub fn silent(&self, text: &str) -> bool {
         !self.prefilter.is_match(text)
+    }
+
+    /// Can a pass count a line without its event when it holds none of the
+    /// rules' literals? Not when a rule has none (it is tried on every
+    /// event), nor when a time window needs each line's time.
+    pub fn reads_lean(&self) -> bool {
+        self.always.is_empty() && !self.window.is_set()
     }
 
     pub(super) fn bits(&self, tags: &[String]) -> u32 {
@@ -326,16 +317,14 @@ impl Engine {
                 }
             }
         }
-        if !self.all_text[ri].iter().all(|n| n.is_match(hay)) {
+        let c = self.checks[ri].get_or_init(|| Checks::new(r));
+        if !c.all_text.iter().all(|n| n.is_match(hay)) {
             return None;
         }
-        if self.not_text[ri].iter().any(|n| n.is_match(hay)) {
+        if c.not_text.iter().any(|n| n.is_match(hay)) {
             return None;
         }
-        if self.not_regexes[ri]
-            .as_ref()
-            .is_some_and(|rx| rx.is_match(hay))
-        {
+        if c.not_regex.as_ref().is_some_and(|rx| rx.is_match(hay)) {
             return None;
         }
         let mut caps = Vec::new();
@@ -346,19 +335,56 @@ impl Engine {
                 }
             }
         };
-        if let Some(rx) = &self.regexes[ri] {
-            if self.regex_names[ri] {
+        if let Some(rx) = &c.regex {
+            if c.regex_names {
                 collect(rx, rx.captures(hay)?);
             } else if !rx.is_match(hay) {
                 return None;
             }
         }
-        if let Some(rx) = &self.captures[ri] {
+        if let Some(rx) = &c.capture {
             if let Some(c) = rx.captures(hay) {
                 collect(rx, c);
             }
         }
         Some(caps)
+    }
+}
+
+/// A rule's checks on a line's text, compiled.
+struct Checks {
+    regex: Option<Regex>,
+    /// Whether `regex` names a subject: else asking whether it matches is
+    /// enough, and much cheaper than its captures.
+    regex_names: bool,
+    not_regex: Option<Regex>,
+    capture: Option<Regex>,
+    /// `all_text` and `not_text`, each a case-insensitive searcher (a
+    /// single-literal automaton finds its rare bytes with memchr instead of
+    /// comparing at every offset).
+    all_text: Vec<AhoCorasick>,
+    not_text: Vec<AhoCorasick>,
+}
+
+impl Checks {
+    fn new(r: &Rule) -> Checks {
+        let compile = |x: &Option<String>| {
+            x.as_ref()
+                .map(|x| Regex::new(x).expect("validated when loaded"))
+        };
+        let regex = compile(&r.regex);
+        Checks {
+            regex_names: regex.as_ref().is_some_and(|rx| {
+                rx.capture_names()
+                    .flatten()
+                    .any(|n| Subject::parse(n).is_some())
+            }),
+            regex,
+            not_regex: compile(&r.not_regex),
+            capture: compile(&r.capture),
+            all_text: case_insensitive(&r.all_text),
+            not_text: case_insensitive(&r.not_text),
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! levels, producers, inputs, and the cues that date the log.
 
 use super::matching::Engine;
-use crate::parse::typed::EraVote;
+use crate::parse::era::EraVote;
 use crate::parse::{Event, Foreign, Level};
 use std::collections::BTreeMap;
 
@@ -113,6 +113,15 @@ impl EraSampler {
                 vote.add(c);
             }
         }
+    }
+}
+
+impl EraSampler {
+    /// A lean line: its format's cue; its wording, known to hold no cue,
+    /// uses up its place in the sample.
+    pub fn lean(&mut self, cue: crate::parse::era::EraCue, vote: &mut EraVote) {
+        vote.add(cue);
+        self.budget = self.budget.saturating_sub(1);
     }
 }
 

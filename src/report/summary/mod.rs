@@ -14,7 +14,7 @@ pub use doc::*;
 pub use render::{human, markdown};
 
 use super::metrics_summary::Tables;
-use crate::parse::typed::EraVote;
+use crate::parse::era::EraVote;
 use crate::parse::Level;
 use crate::rules::snapshot::Snapshots;
 use serde::Serialize;

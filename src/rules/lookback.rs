@@ -1,0 +1,475 @@
+//! Where a matched line that does not name its destination, endpoint or
+//! port finds them: in its connection's earlier lines, looked for when the
+//! line asks, first in the line's own block, then in the blocks before it,
+//! instead of remembered from every line as it goes by. Only the lines of
+//! connections that a matched line asks about are ever read for this, so
+//! the lines no rule matches need not be tokenized at all.
+//!
+//! Each line of a block gets a key as it is read: a hash of its client
+//! connection, taken exactly from the lines that were tokenized and cheaply
+//! from the lean ones (or "unknown" where the cheap look cannot tell). A
+//! line whose key matches is read again and its connection compared before
+//! anything is taken from it.
+
+use super::conns::{ConnCtx, Missing};
+use super::group::tag_key;
+use super::TagKey;
+use crate::parse::lean::{Lean, SpanWords};
+use crate::parse::typed::{DST_WORDS, ENDPOINT_WORDS, PORT_WORDS};
+use crate::parse::{parse_line, Event};
+use crate::pipeline::{Around, Text};
+use aho_corasick::AhoCorasick;
+use memchr::memchr_iter;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, LazyLock};
+
+/// A line that names no client connection.
+const NONE: u64 = 0;
+/// Input bytes of earlier blocks looked back into: far more than a
+/// connection's lines are apart in a busy proxy's log, and what memory
+/// allows beside the blocks in flight.
+const HISTORY: usize = 8 << 20;
+
+/// The key of a client connection's address (never [`NONE`]).
+fn key_of(client: &str) -> u64 {
+    let mut h = super::conns::Fnv::default();
+    std::hash::Hasher::write(&mut h, client.as_bytes());
+    std::hash::Hasher::finish(&h).max(NONE + 1)
+}
+
+/// Keys are hashes already: a map keyed by them need not hash again.
+type ByKey<V> = crate::parse::template::ById<V>;
+
+/// Where a lean line's client connection is named, as far as its spans and
+/// body tell without tokenizing them. Its client is the first of its body's
+/// client fields, else the `client.addr`, `client_addr`, `peer.addr` or
+/// `remote` of its innermost `accept`, `rescue` or `conn` span, else a
+/// `proxy` span's `remote` (`Event::client_addr`). Told here: no field or
+/// span can name one, or the only candidate is the first field of its only
+/// `accept` span, as every accepted connection's line of 2.10 and later
+/// has. The same for every line of a shape: nothing here reads a digit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyShape {
+    /// Only reading the line tells.
+    Unknown,
+    NoClient,
+    /// The client is the line's text in this byte range.
+    At(u32, u32),
+}
+
+impl KeyShape {
+    pub fn of(l: &Lean<'_>, w: SpanWords) -> KeyShape {
+        static FIELDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+            AhoCorasick::new(["client.addr", "client_addr", "client="]).expect("three literals")
+        });
+        // `rescue`, `conn{`, `remote`, `client_addr`.
+        if w.has(1) || w.has(3) || w.has(4) || w.has(5) || FIELDS.is_match(l.body) {
+            return KeyShape::Unknown;
+        }
+        match w.accepts {
+            0 => return KeyShape::NoClient,
+            1 => {}
+            _ => return KeyShape::Unknown,
+        }
+        let start = l.spans.as_ptr() as usize - l.text.as_ptr() as usize + w.first_accept;
+        let Some(value) = l.text[start + "accept{".len()..].strip_prefix("client.addr=") else {
+            return KeyShape::Unknown;
+        };
+        // The value ends at the group's end or at the next field.
+        let end = value
+            .find([' ', '}', '"', '(', '[', '{'])
+            .unwrap_or(value.len());
+        let after = &value.as_bytes()[end..];
+        let at = (l.text.len() - value.len()) as u32;
+        match after.first() {
+            Some(b'}') => KeyShape::At(at, at + end as u32),
+            Some(b' ') if crate::parse::fields::key_len(&after[1..]).is_some() => {
+                KeyShape::At(at, at + end as u32)
+            }
+            _ => KeyShape::Unknown,
+        }
+    }
+
+    /// The key of `line`, a line of this shape; `None` when unknown.
+    fn key(self, line: &str) -> Option<u64> {
+        match self {
+            KeyShape::Unknown => None,
+            KeyShape::NoClient => Some(NONE),
+            KeyShape::At(a, b) => Some(key_of(&line[a as usize..b as usize])),
+        }
+    }
+}
+
+/// What a line's event says of its connection: its client, and the
+/// destination, endpoint and port it names.
+fn conn_of(ev: &Event<'_>) -> Option<(String, ConnCtx)> {
+    let client = tag_key(TagKey::Client, ev)?;
+    Some((
+        client.to_string(),
+        ConnCtx {
+            dst: ev.dst().map(|d| d.into_owned()),
+            peer: ev.endpoint().map(str::to_string),
+            port: ev.port(),
+        },
+    ))
+}
+
+/// Parts of a connection's context, as bits.
+const DST: u8 = 1;
+const PEER: u8 = 2;
+const PORT: u8 = 4;
+
+fn bits(dst: bool, peer: bool, port: bool) -> u8 {
+    [(dst, DST), (peer, PEER), (port, PORT)]
+        .iter()
+        .filter(|(on, _)| *on)
+        .fold(0, |b, (_, part)| b | part)
+}
+
+/// Which parts a line may name, from the words its views need
+/// ([`DST_WORDS`] and the others): what has none of a part's words is not
+/// read for that part.
+fn may_name(text: &[u8]) -> u8 {
+    static WORDS: LazyLock<(AhoCorasick, Vec<u8>)> = LazyLock::new(|| {
+        let parts = [(DST_WORDS, DST), (ENDPOINT_WORDS, PEER), (PORT_WORDS, PORT)];
+        let (words, part): (Vec<&str>, Vec<u8>) = parts
+            .iter()
+            .flat_map(|(ws, p)| ws.iter().map(move |w| (*w, *p)))
+            .unzip();
+        let ac = AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .build(words)
+            .expect("literals");
+        (ac, part)
+    });
+    let (ac, part) = &*WORDS;
+    ac.find_overlapping_iter(text)
+        .fold(0, |b, m| b | part[m.pattern().as_usize()])
+}
+
+/// One block's lines by connection, as the block is read and afterwards.
+#[derive(Debug, Clone, Default)]
+pub struct BlockConns {
+    /// Each line's key, by its index in the block.
+    keys: Vec<u64>,
+    /// The lines of each key, in order, for the first `indexed` lines.
+    lines: ByKey<Vec<u32>>,
+    indexed: usize,
+    /// Where each line starts, made at the first look back.
+    starts: Vec<u32>,
+    /// Lines already read for their connection: tokenized ones as they
+    /// went by, others when looked at.
+    read: HashMap<u32, Option<(String, ConnCtx)>>,
+    /// The parts lines not read may name ([`may_name`]), once asked.
+    names: HashMap<u32, u8>,
+}
+
+impl BlockConns {
+    fn set(&mut self, i: usize, key: u64) {
+        if self.keys.len() <= i {
+            self.keys.resize(i + 1, NONE);
+        }
+        self.keys[i] = key;
+    }
+
+    /// A lean line, read at index `i` of its block.
+    fn lean(&mut self, i: usize, line: &str, key: KeyShape) {
+        match key.key(line) {
+            Some(k) => self.set(i, k),
+            None => {
+                // The cheap look cannot tell: read it now, as its record.
+                let got = parse_line(line).as_ref().and_then(conn_of);
+                self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)));
+                self.read.insert(i as u32, got);
+            }
+        }
+    }
+
+    /// A tokenized record starting at index `i` of its block.
+    fn event(&mut self, i: usize, ev: &Event<'_>) {
+        let got = conn_of(ev);
+        self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)));
+        self.read.insert(i as u32, got);
+    }
+
+    /// What `client`'s lines before index `i` (all of them with
+    /// `usize::MAX`) named of the `missing` parts, each from the last line
+    /// that named it.
+    fn before(&mut self, client: &str, i: usize, missing: Missing, data: &[u8]) -> ConnCtx {
+        while self.indexed < self.keys.len() {
+            let k = self.keys[self.indexed];
+            if k != NONE {
+                self.lines.entry(k).or_default().push(self.indexed as u32);
+            }
+            self.indexed += 1;
+        }
+        let key = key_of(client);
+        let mut ctx = ConnCtx::default();
+        let Some(lines) = self.lines.remove(&key) else {
+            return ctx;
+        };
+        let mut want = bits(missing.dst, missing.peer, missing.port);
+        for &j in lines[..lines.partition_point(|j| (*j as usize) < i)]
+            .iter()
+            .rev()
+        {
+            if want == 0 {
+                break;
+            }
+            if self.may_name(j as usize, data) & want == 0 {
+                continue;
+            }
+            let Some((c, named)) = self.line(j as usize, data) else {
+                continue;
+            };
+            if c != client {
+                continue;
+            }
+            if want & DST != 0 && named.dst.is_some() {
+                ctx.dst.clone_from(&named.dst);
+                want &= !DST;
+            }
+            if want & PEER != 0 && named.peer.is_some() {
+                ctx.peer.clone_from(&named.peer);
+                want &= !PEER;
+            }
+            if want & PORT != 0 && named.port.is_some() {
+                ctx.port = named.port;
+                want &= !PORT;
+            }
+        }
+        self.lines.insert(key, lines);
+        ctx
+    }
+
+    /// The text of line `j`.
+    fn text<'d>(&mut self, j: usize, data: &'d [u8]) -> &'d [u8] {
+        if self.starts.is_empty() {
+            self.starts.push(0);
+            self.starts
+                .extend(memchr_iter(b'\n', data).map(|p| p as u32 + 1));
+        }
+        let start = self.starts.get(j).map_or(data.len(), |s| *s as usize);
+        let end = self
+            .starts
+            .get(j + 1)
+            .map_or(data.len(), |s| *s as usize - 1);
+        &data[start.min(end)..end]
+    }
+
+    fn may_name(&mut self, j: usize, data: &[u8]) -> u8 {
+        if let Some(r) = self.read.get(&(j as u32)) {
+            return r.as_ref().map_or(0, |(_, c)| {
+                bits(c.dst.is_some(), c.peer.is_some(), c.port.is_some())
+            });
+        }
+        if let Some(b) = self.names.get(&(j as u32)) {
+            return *b;
+        }
+        let b = may_name(self.text(j, data));
+        self.names.insert(j as u32, b);
+        b
+    }
+
+    /// Line `j`'s connection and what it names, reading it again if need be.
+    fn line(&mut self, j: usize, data: &[u8]) -> Option<&(String, ConnCtx)> {
+        if !self.read.contains_key(&(j as u32)) {
+            let text = self.text(j, data);
+            let arena = typed_arena::Arena::new();
+            let line = crate::input::wrap::normalize(text, &arena);
+            let got = parse_line(line).as_ref().and_then(conn_of);
+            self.read.insert(j as u32, got);
+        }
+        self.read[&(j as u32)].as_ref()
+    }
+}
+
+/// The blocks before the one being merged, newest last, as far back as
+/// [`HISTORY`] reaches, and which of them hold each connection's lines.
+#[derive(Clone, Default)]
+pub struct History {
+    blocks: VecDeque<(Arc<Text>, BlockConns)>,
+    bytes: usize,
+    /// The sequence number of `blocks[0]`.
+    first: u64,
+    /// By key, the blocks (sequence numbers, oldest first) that hold it.
+    seen: ByKey<Vec<u64>>,
+}
+
+impl History {
+    /// What `client`'s lines in the blocks kept named of the `missing`
+    /// parts, each from the newest block that names it; `None` when they
+    /// name none.
+    pub fn context(&mut self, client: &str, mut missing: Missing) -> Option<ConnCtx> {
+        let seqs = self.seen.get(&key_of(client))?.clone();
+        let mut ctx = ConnCtx::default();
+        for seq in seqs.into_iter().rev() {
+            if !missing.any() {
+                break;
+            }
+            let Some(i) = seq.checked_sub(self.first) else {
+                break;
+            };
+            let (text, conns) = &mut self.blocks[i as usize];
+            let part = conns.before(client, usize::MAX, missing, &text.data);
+            missing = missing.without(&part);
+            ctx.dst = ctx.dst.or(part.dst);
+            ctx.peer = ctx.peer.or(part.peer);
+            ctx.port = ctx.port.or(part.port);
+        }
+        (ctx != ConnCtx::default()).then_some(ctx)
+    }
+
+    /// Adds a merged block, dropping the oldest past [`HISTORY`].
+    fn push(&mut self, text: Arc<Text>, conns: BlockConns) {
+        let seq = self.first + self.blocks.len() as u64;
+        let mut keys: Vec<u64> = conns.keys.iter().copied().filter(|k| *k != NONE).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            self.seen.entry(k).or_default().push(seq);
+        }
+        self.bytes += text.data.len();
+        self.blocks.push_back((text, conns));
+        while self.bytes > HISTORY && self.blocks.len() > 1 {
+            if let Some((t, _)) = self.blocks.pop_front() {
+                self.bytes -= t.data.len();
+            }
+            self.first += 1;
+        }
+        // Keys of connections gone from every kept block: a map as large
+        // as the blocks kept, not as the input.
+        if self.seen.len() > HISTORY / 256 {
+            let first = self.first;
+            self.seen.retain(|_, seqs| {
+                seqs.retain(|s| *s >= first);
+                !seqs.is_empty()
+            });
+        }
+    }
+}
+
+/// How a state finds a connection's earlier context.
+#[derive(Clone)]
+pub enum Lookback {
+    /// Remembered from every record (a whole input read in order: follow
+    /// mode, tickets).
+    Remember(super::conns::Recent<ConnCtx>),
+    /// Looked back for: in the block being read, and (after merging) in the
+    /// blocks before.
+    Blocks {
+        block: Box<BlockConns>,
+        /// The block, once read (for the merged state's history).
+        text: Option<Arc<Text>>,
+        history: History,
+    },
+}
+
+impl Lookback {
+    pub fn blocks() -> Lookback {
+        Lookback::Blocks {
+            block: Box::default(),
+            text: None,
+            history: History::default(),
+        }
+    }
+
+    /// A tokenized record: remembered, or keyed for look-back.
+    pub fn event(&mut self, ev: &Event<'_>, around: &Around<'_>) {
+        match self {
+            Lookback::Remember(conns) => remember(conns, ev),
+            Lookback::Blocks { block, .. } => {
+                if let Some(i) = ev.line.checked_sub(around.first_line) {
+                    block.event(i as usize, ev);
+                }
+            }
+        }
+    }
+
+    /// A lean line, its client named where `key` says.
+    pub fn lean(&mut self, line: u64, text: &str, key: KeyShape, around: &Around<'_>) {
+        if let Lookback::Blocks { block, .. } = self {
+            if let Some(i) = line.checked_sub(around.first_line) {
+                block.lean(i as usize, text, key);
+            }
+        }
+    }
+
+    /// What `client`'s lines before line `line` of this block said (of the
+    /// `missing` parts, at least).
+    pub fn before(
+        &mut self,
+        client: &str,
+        line: u64,
+        missing: Missing,
+        around: &Around<'_>,
+    ) -> Option<ConnCtx> {
+        match self {
+            Lookback::Remember(conns) => conns.get(client).cloned(),
+            Lookback::Blocks { block, .. } => {
+                let i = line.checked_sub(around.first_line)? as usize;
+                let ctx = block.before(client, i, missing, around.data);
+                (ctx != ConnCtx::default()).then_some(ctx)
+            }
+        }
+    }
+
+    /// What `client`'s lines in the blocks before this state's last said
+    /// (of the `missing` parts, at least).
+    pub fn earlier(&mut self, client: &str, missing: Missing) -> Option<ConnCtx> {
+        match self {
+            Lookback::Remember(conns) => conns.get(client).cloned(),
+            Lookback::Blocks { history, .. } => history.context(client, missing),
+        }
+    }
+
+    pub fn end_block(&mut self, t: &Arc<Text>) {
+        if let Lookback::Blocks { text, .. } = self {
+            *text = Some(Arc::clone(t));
+        }
+    }
+
+    /// Takes in a later block's (after its waiting lines looked back).
+    pub fn absorb(&mut self, later: Lookback) {
+        match (self, later) {
+            (Lookback::Remember(a), Lookback::Remember(b)) => a.absorb(b, ConnCtx::absorb),
+            (
+                Lookback::Blocks { history, .. },
+                Lookback::Blocks {
+                    block,
+                    text: Some(text),
+                    ..
+                },
+            ) => history.push(text, *block),
+            _ => {}
+        }
+    }
+}
+
+/// Remembers what a record names of its connection.
+fn remember(conns: &mut super::conns::Recent<ConnCtx>, ev: &Event<'_>) {
+    let Some(c) = tag_key(TagKey::Client, ev) else {
+        return;
+    };
+    let dst = ev.dst();
+    let peer = ev.endpoint();
+    let port = ev.port();
+    if dst.is_none() && peer.is_none() && port.is_none() {
+        return;
+    }
+    let same = conns.get(c).is_some_and(|x| {
+        dst.as_deref().is_none_or(|d| x.dst.as_deref() == Some(d))
+            && peer.is_none_or(|p| x.peer.as_deref() == Some(p))
+            && port.is_none_or(|p| x.port == Some(p))
+    });
+    if same {
+        return;
+    }
+    conns.update(c, |e| {
+        e.absorb(ConnCtx {
+            dst: dst.map(|d| d.into_owned()),
+            peer: peer.map(str::to_string),
+            port,
+        })
+    });
+}
