@@ -6,9 +6,10 @@
 
 use super::conns::{Missing, Recent};
 use super::finding::Evidence;
-use super::group::{add_context, evidence, group_of, hit, tag_key, target_prefix};
+use super::group::{add_context, evidence, group_of, hit, tag_key, target_prefix, Hit};
 pub use super::group::{Acc, MAX_EVIDENCE};
 use super::lookback::{KeyShape, Lookback};
+use super::matching::Caps;
 use super::matching::{Engine, Line};
 use super::metrics::Found;
 use super::snapshot::Snapshots;
@@ -36,13 +37,15 @@ const MAX_PENDING: u32 = 4096;
 
 /// One rule's match of a line, before the line's verdict.
 #[derive(Debug, Clone)]
-struct Match {
+struct Match<P = Acc> {
     rule: usize,
     /// The connection whose tags decide it, when its rule asks for tags.
     tags_of: Option<String>,
     /// Its tags, when this block knew them at the match.
     tags: Option<u32>,
-    acc: Acc,
+    /// What the match adds: its captures while its line is at hand, the
+    /// accumulator made of it once the line waits.
+    acc: P,
 }
 
 /// A line whose verdict waits for what came before its block.
@@ -164,7 +167,7 @@ impl<'e> State<'e> {
                 add_context(&mut m.acc, ctx, p.missing);
             }
         }
-        let explained = self.decide(matches, earlier);
+        let explained = self.decide(matches, earlier, Self::take_acc);
         if let (false, Some((t, l, e))) = (explained, p.unmatched) {
             self.unmatched.add(&t, l, || e);
         }
@@ -172,10 +175,16 @@ impl<'e> State<'e> {
 
     /// The line's verdict: of the rules whose tag conditions hold, those of
     /// the highest weight win it (the most specific mechanism); a wrapper
-    /// message defers to the error it wraps. True when some rule did.
-    fn decide(&mut self, matches: Vec<Match>, tags_known: bool) -> bool {
+    /// message defers to the error it wraps. Each winner's match goes to
+    /// `take`. True when some rule did.
+    fn decide<P>(
+        &mut self,
+        matches: Vec<Match<P>>,
+        tags_known: bool,
+        mut take: impl FnMut(&mut Self, usize, P),
+    ) -> bool {
         let engine = self.engine;
-        let mut live: Vec<Match> = Vec::with_capacity(matches.len());
+        let mut live: Vec<Match<P>> = Vec::with_capacity(matches.len());
         for m in matches {
             let have = m
                 .tags
@@ -210,13 +219,24 @@ impl<'e> State<'e> {
                 self.stats.known += 1;
                 continue;
             }
-            let group = group_of(r, &m.acc);
-            self.add_acc(m.rule, group, m.acc);
+            take(self, m.rule, m.acc);
         }
         true
     }
 
+    /// Adds a waiting line's accumulator to its finding.
+    fn take_acc(&mut self, rule: usize, acc: Acc) {
+        let group = group_of(&self.engine.rules[rule], &acc);
+        self.add_acc(rule, group, acc);
+    }
+
     pub(super) fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
+        self.group(rule, group).merge(acc);
+    }
+
+    /// The accumulator of rule `rule`'s finding `group` (past
+    /// [`MAX_GROUPS`], the one the rest share).
+    fn group(&mut self, rule: usize, group: String) -> &mut Acc {
         let mut key = (rule, group);
         if !self.groups.contains_key(&key) {
             if self.group_counts[rule] as usize >= MAX_GROUPS {
@@ -226,7 +246,7 @@ impl<'e> State<'e> {
                 self.group_counts[rule] += 1;
             }
         }
-        self.groups.entry(key).or_default().merge(acc);
+        self.groups.entry(key).or_default()
     }
 
     fn tag_condition(&self, rule: usize, have: u32) -> bool {
@@ -355,7 +375,7 @@ impl<'e> State<'e> {
         let mut cands = std::mem::take(&mut self.candidates);
         engine.candidates(body, silent, &mut cands);
         let ev = line.event();
-        let mut matches: Vec<Match> = Vec::new();
+        let mut matches: Vec<Match<Caps>> = Vec::new();
         for &ri in &cands {
             let r = &engine.rules[ri];
             let Some(caps) = engine.matches(ri, hay, line) else {
@@ -374,7 +394,7 @@ impl<'e> State<'e> {
                 rule: ri,
                 tags: tags_of.and_then(|c| self.tags.get(c).copied()),
                 tags_of: tags_of.map(str::to_string),
-                acc: hit(source, hay, line, n, caps),
+                acc: caps,
             });
         }
         self.candidates = cands;
@@ -387,12 +407,12 @@ impl<'e> State<'e> {
         }
         let client = ev.and_then(|e| tag_key(TagKey::Client, e));
         let mut missing = ev.map(Missing::of).unwrap_or_default();
-        if let Some(ctx) = client.and_then(|c| self.lookback.before(c, n, missing, around)) {
-            for m in &mut matches {
-                add_context(&mut m.acc, &ctx, missing);
-            }
-            missing = missing.without(&ctx);
+        let ctx = client.and_then(|c| self.lookback.before(c, n, missing, around));
+        let named = missing;
+        if let Some(ctx) = &ctx {
+            missing = missing.without(ctx);
         }
+        let ctx = ctx.as_ref().map(|c| (c, named));
         // What the connection's lines in earlier blocks said may decide the
         // line: its tags, or what neither the line nor this block named
         // (its destination, endpoint, port). Decide at merge.
@@ -405,6 +425,22 @@ impl<'e> State<'e> {
         let ctx_of = client.filter(|_| self.defer && missing.any());
         if tags_wait || (ctx_of.is_some() && self.waiting_for_context < MAX_PENDING) {
             self.waiting_for_context += u32::from(!tags_wait);
+            let matches = matches
+                .into_iter()
+                .map(|m| Match {
+                    rule: m.rule,
+                    tags_of: m.tags_of,
+                    tags: m.tags,
+                    acc: hit(&Hit {
+                        source,
+                        hay,
+                        line,
+                        n,
+                        caps: &m.acc,
+                        ctx,
+                    }),
+                })
+                .collect();
             self.pending.push(Pending {
                 matches,
                 ctx_of: ctx_of.map(str::to_string),
@@ -413,7 +449,19 @@ impl<'e> State<'e> {
             });
             return;
         }
-        if !self.decide(matches, true) {
+        let won = self.decide(matches, true, |st, rule, caps| {
+            let h = Hit {
+                source,
+                hay,
+                line,
+                n,
+                caps: &caps,
+                ctx,
+            };
+            let group = h.group(&st.engine.rules[rule]);
+            st.group(rule, group).add(&h);
+        });
+        if !won {
             if let Some(u) = unmatched {
                 let (t, l, e) = u();
                 self.unmatched.add(&t, l, || e);

@@ -8,6 +8,7 @@ use super::matching::{Caps, Line};
 use super::{Rule, Subject, TagKey};
 use crate::parse::typed::host_of;
 use crate::parse::{Event, Level, Producer};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Evidence lines kept per finding.
@@ -166,23 +167,29 @@ fn in_input_order(evidence: &mut Vec<Evidence>, max: usize) {
 
 /// Subjects are names: masked (`:42340`) or placeholder (`<dst>`) values
 /// name nothing.
-fn add_subject(acc: &mut Acc, s: Subject, v: &str) {
-    if !v.is_empty() && !v.starts_with(':') && !v.starts_with('<') {
-        acc.subjects.entry(s).or_default().add(v, acc.count);
-    }
+fn names(v: &str) -> bool {
+    !v.is_empty() && !v.starts_with(':') && !v.starts_with('<')
 }
 
-/// Adds what a connection's earlier lines named and the event did not.
+/// The parts of a connection's context a line did not name, as subjects.
+fn context_parts(ctx: &ConnCtx, missing: Missing) -> impl Iterator<Item = (Subject, String)> + '_ {
+    [
+        (Subject::Dst, ctx.dst.clone().filter(|_| missing.dst)),
+        (Subject::Peer, ctx.peer.clone().filter(|_| missing.peer)),
+        (
+            Subject::Port,
+            ctx.port.filter(|_| missing.port).map(|p| p.to_string()),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(s, v)| Some((s, v?)))
+}
+
+/// Adds what a connection's earlier blocks named and the line did not, to
+/// a line's accumulator.
 pub(super) fn add_context(acc: &mut Acc, ctx: &ConnCtx, missing: Missing) {
-    let port = ctx.port.map(|p| p.to_string());
-    for (s, v, miss) in [
-        (Subject::Dst, ctx.dst.as_deref(), missing.dst),
-        (Subject::Peer, ctx.peer.as_deref(), missing.peer),
-        (Subject::Port, port.as_deref(), missing.port),
-    ] {
-        if let Some(v) = v.filter(|_| miss) {
-            add_subject(acc, s, v);
-        }
+    for (s, v) in context_parts(ctx, missing).filter(|(_, v)| names(v)) {
+        acc.subjects.entry(s).or_default().add(&v, acc.count);
     }
 }
 
@@ -221,76 +228,175 @@ pub(super) fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -
     }
 }
 
-pub(super) fn hit(source: &str, hay: &str, line: Line<'_, '_>, n: u64, caps: Caps) -> Acc {
-    let ev = line.event();
-    let mut acc = Acc {
-        count: 1,
-        first_at: (source.to_string(), n),
-        last_at: (source.to_string(), n),
-        attributed: ev.is_some_and(|e| e.component.is_attributed()),
-        logged: ev.is_none_or(|e| e.component != crate::parse::Component::Reporter),
-        check_warnings: u64::from(
+/// One line a rule matched, as a finding takes it in.
+pub(super) struct Hit<'h, 'e> {
+    pub source: &'h str,
+    pub hay: &'h str,
+    pub line: Line<'h, 'e>,
+    pub n: u64,
+    pub caps: &'h Caps,
+    /// What its connection's earlier lines named of the parts it did not.
+    pub ctx: Option<(&'h ConnCtx, Missing)>,
+}
+
+impl<'h> Hit<'h, '_> {
+    /// The subjects the line names, each value with how often, in the
+    /// order an accumulator's maps hold them.
+    fn subjects(&self) -> Vec<(Subject, Cow<'h, str>, u64)> {
+        let mut out: Vec<(Subject, Cow<'h, str>)> = Vec::new();
+        let mut add = |s: Subject, v: Cow<'h, str>| {
+            if names(&v) {
+                out.push((s, v));
+            }
+        };
+        for (s, v) in self.caps {
+            add(*s, Cow::Borrowed(v.as_str()));
+        }
+        if let Some(ev) = self.line.event() {
+            if let Some(d) = ev.dst() {
+                add(Subject::Dst, Cow::Owned(d.into_owned()));
+            }
+            if let Some(p) = ev.endpoint() {
+                add(Subject::Peer, Cow::Borrowed(p));
+            }
+            if let Some(c) = ev.client_addr() {
+                add(Subject::Client, Cow::Borrowed(host_of(c)));
+            }
+            if let Some(p) = ev.port() {
+                add(Subject::Port, Cow::Owned(p.to_string()));
+            }
+            for id in ev.identities() {
+                add(Subject::Identity, Cow::Borrowed(id));
+            }
+            if let Some(s) = ev.field("server.name") {
+                add(Subject::Server, Cow::Borrowed(s));
+            }
+            if let Some(p) = ev.wrapper.pod {
+                add(Subject::Pod, Cow::Borrowed(p));
+            }
+            if let Some(t) = ev.target_addr() {
+                add(Subject::Target, Cow::Borrowed(t));
+            }
+        }
+        if let Some((ctx, missing)) = self.ctx {
+            for (s, v) in context_parts(ctx, missing) {
+                add(s, Cow::Owned(v));
+            }
+        }
+        out.sort();
+        let mut counted: Vec<(Subject, Cow<'h, str>, u64)> = Vec::with_capacity(out.len());
+        for (s, v) in out {
+            match counted.last_mut() {
+                Some((ls, lv, n)) if *ls == s && *lv == v => *n += 1,
+                _ => counted.push((s, v, 1)),
+            }
+        }
+        counted
+    }
+
+    /// The finding of rule `r` the line belongs to: the leading value of
+    /// the rule's `group_by` subject among the line's ([`group_of`]).
+    pub(super) fn group(&self, r: &Rule) -> String {
+        let Some(g) = r.group_by else {
+            return String::new();
+        };
+        self.subjects()
+            .into_iter()
+            .filter(|(s, ..)| *s == g)
+            .min_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)))
+            .map(|(_, v, _)| v.into_owned())
+            .unwrap_or_default()
+    }
+
+    fn evidence(&self) -> Evidence {
+        let ev = self.line.event();
+        let text = ev.map_or(self.hay, |e| &e.text);
+        let mut e = evidence(self.source, self.n, text, self.line);
+        if let Some(c) = ev.and_then(|e| e.continuation.as_deref()) {
+            e.text.push('\n');
+            e.text.push_str(c);
+        }
+        e
+    }
+}
+
+impl Acc {
+    /// Takes in one matched line: the same as merging the accumulator
+    /// [`hit`] makes of it, without making what is not kept (most lines of
+    /// a large finding add a count and no evidence).
+    pub(super) fn add(&mut self, h: &Hit<'_, '_>) {
+        let ev = h.line.event();
+        // Is the line before `a`, in the same input?
+        let before = |a: &(String, u64)| a.0 == h.source && h.n < a.1;
+        self.old = false;
+        let seen = || ev.map(Seen::of).unwrap_or_default();
+        if self.count == 0 || before(&self.first_at) {
+            self.first = seen();
+            self.first_at = (h.source.to_string(), h.n);
+        }
+        if self.count == 0 || !before(&self.last_at) {
+            self.last = seen();
+            self.last_at = (h.source.to_string(), h.n);
+        }
+        self.count += 1;
+        self.check_warnings += u64::from(
             ev.is_some_and(|e| e.producer == Producer::Check && e.level == Some(Level::Warn)),
-        ),
-        ..Default::default()
-    };
-    acc.proxies.insert(proxy_key(source, ev));
-    for k in [TagKey::Client, TagKey::Peer] {
-        if let Some(c) = ev.and_then(|e| tag_key(k, e)) {
-            acc.conns.insert(c.to_string());
+        );
+        self.attributed |= ev.is_some_and(|e| e.component.is_attributed());
+        self.logged |= ev.is_none_or(|e| e.component != crate::parse::Component::Reporter);
+        let appends = match self.evidence.last() {
+            Some(l) if l.source == h.source => l.line < h.n,
+            _ => !self.evidence.iter().any(|e| e.source == h.source),
+        };
+        if !appends {
+            self.evidence.push(h.evidence());
+            in_input_order(&mut self.evidence, MAX_EVIDENCE);
+        } else if self.evidence.len() < MAX_EVIDENCE {
+            self.evidence.push(h.evidence());
+        }
+        let subjects = h.subjects();
+        for (s, v, n) in &subjects {
+            self.subjects.entry(*s).or_default().add(v, *n);
+        }
+        if let Some(ev) = ev {
+            if let Some(p) = ev.wrapper.pod {
+                self.workload.add(&format!("po/{p}"), 1);
+            } else if ev.has_span("gateway") {
+                self.workload.add("deploy/linkerd-gateway", 1);
+            }
+        }
+        for (_, c, _) in subjects.iter().filter(|(s, ..)| *s == Subject::Client) {
+            if self.clients.len() >= MAX_CLIENTS {
+                break;
+            }
+            if !self.clients.contains(c.as_ref()) {
+                self.clients.insert(c.to_string());
+            }
+        }
+        let proxy = proxy_key(h.source, ev);
+        if self.proxies.len() < MAX_PROXIES && !self.proxies.contains(&proxy) {
+            self.proxies.insert(proxy);
+        }
+        let mut conns: Vec<&str> = [TagKey::Client, TagKey::Peer]
+            .iter()
+            .filter_map(|k| ev.and_then(|e| tag_key(*k, e)))
+            .collect();
+        conns.sort_unstable();
+        conns.dedup();
+        for c in conns {
+            if self.conns.len() < MAX_PROXIES && !self.conns.contains(c) {
+                self.conns.insert(c.to_string());
+            }
         }
     }
-    let text = ev.map_or(hay, |e| &e.text);
-    let mut e = evidence(source, n, text, line);
-    if let Some(c) = ev.and_then(|e| e.continuation.as_deref()) {
-        e.text.push('\n');
-        e.text.push_str(c);
-    }
-    acc.evidence.push(e);
-    if let Some(ev) = ev {
-        acc.first = Seen::of(ev);
-        acc.last = acc.first.clone();
-    }
-    let mut add = |s: Subject, v: &str| add_subject(&mut acc, s, v);
-    for (s, v) in &caps {
-        add(*s, v);
-    }
-    if let Some(ev) = ev {
-        if let Some(d) = ev.dst() {
-            add(Subject::Dst, &d);
-        }
-        if let Some(p) = ev.endpoint() {
-            add(Subject::Peer, p);
-        }
-        if let Some(c) = ev.client_addr() {
-            let ip = host_of(c);
-            add(Subject::Client, ip);
-        }
-        if let Some(p) = ev.port() {
-            add(Subject::Port, &p.to_string());
-        }
-        for id in ev.identities() {
-            add(Subject::Identity, id);
-        }
-        if let Some(s) = ev.field("server.name") {
-            add(Subject::Server, s);
-        }
-        if let Some(p) = ev.wrapper.pod {
-            add(Subject::Pod, p);
-        }
-        if let Some(t) = ev.target_addr() {
-            add(Subject::Target, t);
-        }
-        if let Some(p) = ev.wrapper.pod {
-            acc.workload.add(&format!("po/{p}"), 1);
-        } else if ev.has_span("gateway") {
-            acc.workload.add("deploy/linkerd-gateway", 1);
-        }
-    }
-    if let Some(c) = acc.subjects.get(&Subject::Client) {
-        acc.clients.extend(c.0.keys().cloned());
-    }
-    acc
+}
+
+/// The accumulator of one matched line (kept while the line waits for an
+/// earlier block).
+pub(super) fn hit(h: &Hit<'_, '_>) -> Acc {
+    let mut a = Acc::default();
+    a.add(h);
+    a
 }
 
 pub(super) fn target_prefix(ev: &Event<'_>) -> String {

@@ -16,7 +16,7 @@ use super::group::tag_key;
 use super::TagKey;
 use crate::parse::lean::{Lean, SpanWords};
 use crate::parse::typed::{DST_WORDS, ENDPOINT_WORDS, PORT_WORDS};
-use crate::parse::{parse_line, Event};
+use crate::parse::{parse_line, Event, Producer};
 use crate::pipeline::{Around, Text};
 use aho_corasick::AhoCorasick;
 use memchr::memchr_iter;
@@ -126,7 +126,7 @@ fn bits(dst: bool, peer: bool, port: bool) -> u8 {
         .fold(0, |b, (_, part)| b | part)
 }
 
-/// Which parts a line may name, from the words its views need
+/// Which parts a plain-text line may name, from the words its views need
 /// ([`DST_WORDS`] and the others): what has none of a part's words is not
 /// read for that part.
 fn may_name(text: &[u8]) -> u8 {
@@ -157,8 +157,8 @@ pub struct BlockConns {
     indexed: usize,
     /// Where each line starts, made at the first look back.
     starts: Vec<u32>,
-    /// Lines already read for their connection: tokenized ones as they
-    /// went by, others when looked at.
+    /// Lines read for their connection: when looked at, or as they went by
+    /// when their line alone does not make their record.
     read: HashMap<u32, Option<(String, ConnCtx)>>,
     /// The parts lines not read may name ([`may_name`]), once asked.
     names: HashMap<u32, u8>,
@@ -185,11 +185,21 @@ impl BlockConns {
         }
     }
 
-    /// A tokenized record starting at index `i` of its block.
+    /// A tokenized record starting at index `i` of its block: keyed now,
+    /// and read again only if a later line looks back at it, unless its
+    /// line alone does not make it (a record joined from several lines).
     fn event(&mut self, i: usize, ev: &Event<'_>) {
-        let got = conn_of(ev);
-        self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)));
-        self.read.insert(i as u32, got);
+        if ev.lines > 1 {
+            let got = conn_of(ev);
+            self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)));
+            self.read.insert(i as u32, got);
+        } else {
+            self.set(i, tag_key(TagKey::Client, ev).map_or(NONE, key_of));
+            // The words of `may_name` are the plain format's spellings.
+            if ev.producer != Producer::ProxyPlain {
+                self.names.insert(i as u32, DST | PEER | PORT);
+            }
+        }
     }
 
     /// What `client`'s lines before index `i` (all of them with
