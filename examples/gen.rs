@@ -42,32 +42,32 @@ use std::process::exit;
 // ───────────────────────────── options ─────────────────────────────
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Scenario {
+pub enum Scenario {
     Gateway,
     Healthy,
     Mixed,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Format {
+pub enum Format {
     Plain,
     Json,
     Mixed,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Wrap {
+pub enum Wrap {
     None,
     Timestamps,
     Prefix,
 }
 
-struct Opts {
-    size: u64,
-    seed: u64,
-    scenario: Scenario,
-    format: Format,
-    wrap: Wrap,
+pub struct Opts {
+    pub size: u64,
+    pub seed: u64,
+    pub scenario: Scenario,
+    pub format: Format,
+    pub wrap: Wrap,
 }
 
 const USAGE: &str = "usage: gen --size N[K|M|G|T] [--seed N] [--scenario gateway|healthy|mixed] \
@@ -1729,6 +1729,20 @@ fn rustls_line(em: &mut Em, w: &World) {
 
 fn main() {
     let o = parse_args();
+    let stdout = io::stdout();
+    let mut sink = io::BufWriter::with_capacity(4 << 20, stdout.lock());
+    match generate(&o, &mut sink).and_then(|()| sink.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        Err(e) => {
+            eprintln!("gen: write error: {e}");
+            exit(1);
+        }
+    }
+}
+
+/// Writes the log `o` describes to `sink` (the tests read it from memory).
+pub fn generate(o: &Opts, sink: &mut dyn Write) -> io::Result<()> {
     let mut seeder = Rng(o.seed ^ 0x6c70_615f_6765_6e00);
     let mut wrng = Rng(seeder.next());
     let em_rng = Rng(seeder.next());
@@ -1759,22 +1773,15 @@ fn main() {
     };
     em.up_us = 1_700 + em.rng.below(400);
 
-    let stdout = io::stdout();
-    let mut sink = io::BufWriter::with_capacity(4 << 20, stdout.lock());
     let mut flushed: u64 = 0;
     let size = o.size;
     let scenario = o.scenario;
 
-    let mut write_out = |em: &mut Em, flushed: &mut u64| {
-        if let Err(e) = sink.write_all(&em.out) {
-            if e.kind() == io::ErrorKind::BrokenPipe {
-                exit(0);
-            }
-            eprintln!("gen: write error: {e}");
-            exit(1);
-        }
+    let mut write_out = |em: &mut Em, flushed: &mut u64| -> io::Result<()> {
+        sink.write_all(&em.out)?;
         *flushed += em.out.len() as u64;
         em.out.clear();
+        Ok(())
     };
 
     let mut startup = Some(startup_flow());
@@ -1783,7 +1790,7 @@ fn main() {
     let mut prelude = if scenario == Scenario::Mixed { 2 } else { 0 };
 
     if size == 0 {
-        return;
+        return Ok(());
     }
     loop {
         // ── one line per iteration ──
@@ -1923,14 +1930,8 @@ fn main() {
             break;
         }
         if em.out.len() >= 1 << 20 {
-            write_out(&mut em, &mut flushed);
+            write_out(&mut em, &mut flushed)?;
         }
     }
-    write_out(&mut em, &mut flushed);
-    if let Err(e) = sink.flush() {
-        if e.kind() != io::ErrorKind::BrokenPipe {
-            eprintln!("gen: write error: {e}");
-            exit(1);
-        }
-    }
+    write_out(&mut em, &mut flushed)
 }

@@ -1,0 +1,186 @@
+//! Explain's fast path gives the report its slow path gives: quiet lines
+//! counted without their events, lines read through the shapes cache, and
+//! connection context looked back for, on every corpus log and on generated
+//! logs of each scenario and format.
+
+#[path = "../examples/gen.rs"]
+#[allow(dead_code)]
+mod gen;
+
+use lpa::input::Source;
+use lpa::parse::{template, Event};
+use lpa::pipeline::{process_block, Options};
+use lpa::rules::{self, engine::Engine};
+use proptest::prelude::*;
+use std::path::PathBuf;
+
+fn engine(quiet: bool) -> Engine {
+    let mut e = Engine::new(rules::load(&[]).unwrap());
+    e.count_quiet = quiet;
+    e
+}
+
+/// The JSON report of `data` read in blocks of `block` bytes.
+fn report(name: &str, data: &[u8], block: usize, engine: &Engine) -> String {
+    let mut sources = vec![Source::from_reader(
+        name,
+        std::io::Cursor::new(data.to_vec()),
+    )];
+    let opts = Options {
+        threads: 2,
+        progress: false,
+        ..Options::blocks_of(block)
+    };
+    let r = lpa::cli::analyze(&mut sources, &opts, engine).unwrap();
+    serde_json::to_string_pretty(&r).unwrap()
+}
+
+fn corpus() -> Vec<(String, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|f| (f.display().to_string(), std::fs::read(&f).unwrap()))
+        .collect()
+}
+
+fn generated(size: u64) -> Vec<(String, Vec<u8>)> {
+    use gen::{Format, Scenario, Wrap};
+    let mut out = Vec::new();
+    for (scenario, format, wrap) in [
+        (Scenario::Gateway, Format::Plain, Wrap::None),
+        (Scenario::Healthy, Format::Plain, Wrap::None),
+        (Scenario::Mixed, Format::Plain, Wrap::None),
+        (Scenario::Gateway, Format::Json, Wrap::None),
+        (Scenario::Mixed, Format::Mixed, Wrap::Timestamps),
+        (Scenario::Gateway, Format::Plain, Wrap::Prefix),
+    ] {
+        let mut buf = Vec::new();
+        let o = gen::Opts {
+            size,
+            seed: 7,
+            scenario,
+            format,
+            wrap,
+        };
+        gen::generate(&o, &mut buf).unwrap();
+        out.push((format!("{scenario:?} {format:?} {wrap:?}"), buf));
+    }
+    out
+}
+
+/// Every corpus log and generated log gives one report whether quiet lines
+/// are counted from their shape or read as events, and whatever the blocks.
+#[test]
+fn quiet_lines_are_counted_as_their_events_would_be() {
+    let (fast, slow) = (engine(true), engine(false));
+    for (name, data) in corpus().into_iter().chain(generated(1 << 20)) {
+        let want = report(&name, &data, 1 << 30, &slow);
+        assert_eq!(report(&name, &data, 1 << 30, &fast), want, "{name}");
+        // Blocks of 64 KiB: most connections' lines fall in two blocks.
+        assert_eq!(
+            report(&name, &data, 64 << 10, &fast),
+            want,
+            "{name}, in blocks"
+        );
+    }
+}
+
+/// A connection's earlier lines name what its error line does not, in any
+/// format: a JSON line's spans are spelt unlike the plain format's, and must
+/// not be skipped by the plain spellings.
+#[test]
+fn context_comes_from_earlier_lines_of_any_format() {
+    let json = r#"{"timestamp":"[     1.000000s]","level":"DEBUG","fields":{"message":"Connecting"},"target":"linkerd_proxy_transport::connect","spans":[{"name":"outbound"},{"client.addr":"10.0.0.9:40000","name":"accept"},{"dst":"web.default.svc.cluster.local:80","name":"logical"},{"addr":"10.1.2.3:8080","name":"endpoint"}],"threadId":"ThreadId(1)"}"#;
+    let filler = "[     1.500000s] DEBUG ThreadId(01) inbound:accept{client.addr=10.0.0.7:1234 target.addr=10.0.0.1:4143}: linkerd_app_core::serve: Connection closed";
+    let error = "[     2.000000s]  WARN ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}: linkerd_app_core::errors::respond: Failed to proxy request: error trying to connect: Connection refused (os error 111)";
+    let mut log = format!("{json}\n");
+    for _ in 0..50 {
+        log += filler;
+        log.push('\n');
+    }
+    log += error;
+    log.push('\n');
+    let e = engine(true);
+    let whole = report("ctx.log", log.as_bytes(), 1 << 30, &e);
+    assert!(
+        whole.contains("\"web.default.svc.cluster.local:80\""),
+        "{whole}"
+    );
+    assert!(whole.contains("\"10.1.2.3:8080\""), "{whole}");
+    for size in [300, 2000] {
+        assert_eq!(
+            report("ctx.log", log.as_bytes(), size, &e),
+            whole,
+            "blocks of {size}"
+        );
+    }
+}
+
+/// Looking back (blocks) and remembering every line (a whole input read in
+/// order, as follow mode does) agree on every corpus log.
+#[test]
+fn looking_back_finds_what_remembering_kept() {
+    let e = engine(true);
+    for (name, data) in corpus() {
+        let blocks = report(&name, &data, 1 << 30, &e);
+        let mut st = e.whole_state();
+        st = process_block(&name, &data, 1, st);
+        let remembered = serde_json::to_string_pretty(&st.finish(None)).unwrap();
+        assert_eq!(blocks, remembered, "{name}");
+    }
+}
+
+fn corpus_lines() -> Vec<String> {
+    let mut lines: Vec<String> = corpus()
+        .into_iter()
+        .flat_map(|(_, d)| {
+            String::from_utf8_lossy(&d)
+                .lines()
+                .filter(|l| l.starts_with('['))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    lines.sort();
+    lines.dedup();
+    lines
+}
+
+fn parsed(line: &str) -> String {
+    let mut ev = Event::default();
+    let ok = lpa::parse::plain::proxy_plain(line, &mut ev).is_some();
+    ev.component = lpa::parse::component::of(&ev);
+    format!("{ok} {ev:?}")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A line read through the shape another line left (the same text with
+    /// other digits) reads as the line itself.
+    #[test]
+    fn a_line_reads_through_its_shape_as_itself(
+        pick in any::<prop::sample::Index>(),
+        digits in prop::collection::vec(0u8..10, 64),
+    ) {
+        let lines = corpus_lines();
+        let line = &lines[pick.index(lines.len())];
+        let mut d = digits.iter().cycle();
+        let other: String = line
+            .chars()
+            .map(|c| if c.is_ascii_digit() { char::from(b'0' + d.next().unwrap()) } else { c })
+            .collect();
+        for l in [line.as_str(), other.as_str(), line.as_str()] {
+            let mut ev = Event::default();
+            if template::read(l, &mut ev) {
+                prop_assert_eq!(format!("true {ev:?}"), parsed(l), "{}", l);
+            }
+        }
+    }
+}
