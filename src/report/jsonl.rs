@@ -6,190 +6,240 @@
 //! lines add `text`.
 
 use crate::parse::typed::Tls;
-use crate::parse::{Event, Level, Metric, Record, Span};
-use serde::ser::{SerializeMap, Serializer};
-use serde::Serialize;
+use crate::parse::{Event, Metric, Record};
 use std::borrow::Cow;
 
-struct FieldMap<'r, 'e>(&'r [(Cow<'e, str>, Cow<'e, str>)]);
+/// A JSON object written straight into the output, as serde_json's compact
+/// form writes it (the same bytes: `parse` output is a contract), without
+/// its per-byte escaping of strings that need none.
+struct Obj<'o> {
+    out: &'o mut Vec<u8>,
+    first: bool,
+}
 
-impl Serialize for FieldMap<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in self.0 {
-            m.serialize_entry(k.as_ref(), v.as_ref())?;
+/// Appends `s` as a JSON string.
+fn string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    // Most strings need no escape: one pass the compiler vectorizes (no
+    // early exit) tells.
+    let plain = b.iter().fold(true, |ok, c| {
+        ok & (*c >= 0x20) & (*c != b'"') & (*c != b'\\')
+    });
+    if plain {
+        out.extend_from_slice(b);
+    } else {
+        for &c in b {
+            match c {
+                b'"' => out.extend_from_slice(b"\\\""),
+                b'\\' => out.extend_from_slice(b"\\\\"),
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b'\t' => out.extend_from_slice(b"\\t"),
+                0x08 => out.extend_from_slice(b"\\b"),
+                0x0c => out.extend_from_slice(b"\\f"),
+                c if c < 0x20 => {
+                    out.extend_from_slice(b"\\u00");
+                    out.push(HEX[usize::from(c >> 4)]);
+                    out.push(HEX[usize::from(c & 0xf)]);
+                }
+                c => out.push(c),
+            }
         }
-        m.end()
+    }
+    out.push(b'"');
+}
+
+impl<'o> Obj<'o> {
+    fn new(out: &'o mut Vec<u8>) -> Obj<'o> {
+        out.push(b'{');
+        Obj { out, first: true }
+    }
+
+    /// A key of the contract's: plain words, written without a look.
+    fn key(&mut self, k: &'static str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        self.out.push(b'"');
+        self.out.extend_from_slice(k.as_bytes());
+        self.out.extend_from_slice(b"\":");
+        self.out
+    }
+
+    /// A key read from the input, escaped as it needs.
+    fn any_key(&mut self, k: &str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        string(self.out, k);
+        self.out.push(b':');
+        self.out
+    }
+
+    fn str(&mut self, k: &'static str, v: &str) {
+        let out = self.key(k);
+        string(out, v);
+    }
+
+    fn opt_str(&mut self, k: &'static str, v: Option<&str>) {
+        if let Some(v) = v {
+            self.str(k, v);
+        }
+    }
+
+    fn num(&mut self, k: &'static str, v: impl std::fmt::Display) {
+        use std::io::Write;
+        let _ = write!(self.key(k), "{v}");
+    }
+
+    fn float(&mut self, k: &'static str, v: f64) {
+        // serde_json's own rendering of a float (shortest round-trip, or
+        // null when not finite).
+        let _ = serde_json::to_writer(self.key(k), &v);
+    }
+
+    fn fields(&mut self, k: &'static str, fields: &[(Cow<'_, str>, Cow<'_, str>)]) {
+        let mut m = Obj::new(self.key(k));
+        for (k, v) in fields {
+            string(m.any_key(k), v);
+        }
+        m.end();
+    }
+
+    fn end(self) {
+        self.out.push(b'}');
     }
 }
 
-struct SpanOut<'r, 'e>(&'r Span<'e>);
-
-impl Serialize for SpanOut<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(2))?;
-        m.serialize_entry("name", self.0.name.as_ref())?;
-        m.serialize_entry("fields", &FieldMap(&self.0.fields))?;
-        m.end()
-    }
-}
-
-#[derive(Serialize)]
-struct EventOut<'r, 'e> {
-    kind: &'static str,
-    source: &'r str,
-    line: u64,
-    lines: u32,
-    producer: &'static str,
-    component: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    level: Option<Level>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    uptime: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timestamp: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    wrapper_timestamp: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pod: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    container: Option<&'r str>,
-    /// Text before the record on its line (a prompt, a describe field).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lead: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thread: Option<&'r str>,
-    spans: Vec<SpanOut<'r, 'e>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'r str>,
-    fields: FieldMap<'r, 'e>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'r str>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    error_sources: Vec<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tls: Option<Tls<'r>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client_addr: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    target_addr: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    dst: Option<Cow<'r, str>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    endpoint: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<u16>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sz: Option<u64>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    truncated_head: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    continuation: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    metric: Option<MetricOut<'r>>,
+fn tls(out: &mut Vec<u8>, t: &Tls<'_>) {
+    let mut o = Obj::new(out);
+    o.str("state", &t.state);
+    o.opt_str("reason", t.reason);
+    o.opt_str("client_id", t.client_id);
+    o.opt_str("negotiated_protocol", t.negotiated_protocol);
+    o.opt_str("sni", t.sni);
+    o.end();
 }
 
 /// A line of exposition text: `{"kind": "sample", "name", "value",
 /// "timestamp"}` (labels are the event's `fields`), `help`, `type`, `unit`,
 /// `eof`, `pod` (`name`, `index`, `of`) or `frame`.
-#[derive(Serialize)]
-struct MetricOut<'r> {
-    kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    value: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    timestamp: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    r#type: Option<&'r str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    index: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    of: Option<u32>,
-}
-
-fn metric_out<'r>(m: &Metric<'r>) -> MetricOut<'r> {
-    let mut o = MetricOut {
-        kind: "frame",
-        name: None,
-        value: None,
-        timestamp: None,
-        r#type: None,
-        index: None,
-        of: None,
-    };
+fn metric(out: &mut Vec<u8>, m: &Metric<'_>) {
+    let mut o = Obj::new(out);
     match *m {
         Metric::Sample {
             name,
             value,
             timestamp,
         } => {
-            o.kind = "sample";
-            o.name = Some(name);
-            o.value = Some(value);
-            o.timestamp = timestamp;
+            o.str("kind", "sample");
+            o.str("name", name);
+            o.float("value", value);
+            if let Some(t) = timestamp {
+                o.float("timestamp", t);
+            }
         }
-        Metric::Help { name } => (o.kind, o.name) = ("help", Some(name)),
+        Metric::Help { name } => {
+            o.str("kind", "help");
+            o.str("name", name);
+        }
         Metric::Type { name, kind } => {
-            (o.kind, o.name, o.r#type) = ("type", Some(name), Some(kind))
+            o.str("kind", "type");
+            o.str("name", name);
+            o.str("type", kind);
         }
-        Metric::Unit { name } => (o.kind, o.name) = ("unit", Some(name)),
-        Metric::Eof => o.kind = "eof",
+        Metric::Unit { name } => {
+            o.str("kind", "unit");
+            o.str("name", name);
+        }
+        Metric::Eof => o.str("kind", "eof"),
         Metric::Pod { name, index, of } => {
-            (o.kind, o.name, o.index, o.of) = ("pod", Some(name), Some(index), Some(of))
+            o.str("kind", "pod");
+            o.str("name", name);
+            o.num("index", index);
+            o.num("of", of);
         }
-        Metric::Frame => {}
+        Metric::Frame => o.str("kind", "frame"),
     }
-    o
+    o.end();
 }
 
-#[derive(Serialize)]
-struct UnparsedOut<'r> {
-    kind: &'static str,
-    source: &'r str,
-    line: u64,
-    lines: u32,
-    text: &'r str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    looks_like: Option<&'static str>,
-}
-
-fn event_out<'r, 'e>(source: &'r str, e: &'r Event<'e>) -> EventOut<'r, 'e> {
-    EventOut {
-        kind: "event",
-        source,
-        line: e.line,
-        lines: e.lines,
-        producer: e.producer.as_str(),
-        component: e.component.as_str(),
-        level: e.level,
-        uptime: e.uptime,
-        timestamp: e.timestamp.as_deref(),
-        wrapper_timestamp: e.wrapper.timestamp,
-        pod: e.wrapper.pod,
-        container: e.wrapper.container,
-        lead: e.wrapper.lead,
-        thread: e.thread.as_deref(),
-        spans: e.spans.iter().map(SpanOut).collect(),
-        target: e.target.as_deref(),
-        message: e.message.as_deref(),
-        fields: FieldMap(&e.fields),
-        error: e.error(),
-        error_sources: e.error_sources(),
-        tls: e.tls(),
-        client_addr: e.client_addr(),
-        target_addr: e.target_addr(),
-        dst: e.dst(),
-        endpoint: e.endpoint(),
-        status: e.status(),
-        sz: e.sz(),
-        truncated_head: e.truncated_head,
-        continuation: e.continuation.as_deref(),
-        metric: e.metric.as_ref().map(metric_out),
+fn event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
+    let mut o = Obj::new(out);
+    o.str("kind", "event");
+    o.str("source", source);
+    o.num("line", e.line);
+    o.num("lines", e.lines);
+    o.str("producer", e.producer.as_str());
+    o.str("component", e.component.as_str());
+    if let Some(l) = e.level {
+        o.str("level", l.as_str());
     }
+    if let Some(u) = e.uptime {
+        o.float("uptime", u);
+    }
+    o.opt_str("timestamp", e.timestamp.as_deref());
+    o.opt_str("wrapper_timestamp", e.wrapper.timestamp);
+    o.opt_str("pod", e.wrapper.pod);
+    o.opt_str("container", e.wrapper.container);
+    // Text before the record on its line (a prompt, a describe field).
+    o.opt_str("lead", e.wrapper.lead);
+    o.opt_str("thread", e.thread.as_deref());
+    let spans = o.key("spans");
+    spans.push(b'[');
+    for (i, s) in e.spans.iter().enumerate() {
+        if i > 0 {
+            spans.push(b',');
+        }
+        let mut so = Obj::new(spans);
+        so.str("name", &s.name);
+        so.fields("fields", &s.fields);
+        so.end();
+    }
+    spans.push(b']');
+    o.opt_str("target", e.target.as_deref());
+    o.opt_str("message", e.message.as_deref());
+    o.fields("fields", &e.fields);
+    o.opt_str("error", e.error());
+    let sources = e.error_sources();
+    if !sources.is_empty() {
+        let list = o.key("error_sources");
+        list.push(b'[');
+        for (i, s) in sources.iter().enumerate() {
+            if i > 0 {
+                list.push(b',');
+            }
+            string(list, s);
+        }
+        list.push(b']');
+    }
+    if let Some(t) = e.tls() {
+        tls(o.key("tls"), &t);
+    }
+    o.opt_str("client_addr", e.client_addr());
+    o.opt_str("target_addr", e.target_addr());
+    o.opt_str("dst", e.dst().as_deref());
+    o.opt_str("endpoint", e.endpoint());
+    if let Some(s) = e.status() {
+        o.num("status", s);
+    }
+    if let Some(s) = e.sz() {
+        o.num("sz", s);
+    }
+    if e.truncated_head {
+        let _ = o.key("truncated_head");
+        o.out.extend_from_slice(b"true");
+    }
+    o.opt_str("continuation", e.continuation.as_deref());
+    if let Some(m) = &e.metric {
+        metric(o.key("metric"), m);
+    }
+    o.end();
 }
 
 /// A line longer than `--max-line`: `{"kind":"cut","source":…,"line":N,"dropped":BYTES}`,
@@ -207,25 +257,44 @@ pub fn write_cut(out: &mut Vec<u8>, source: &str, cut: crate::input::Cut) {
 
 /// Appends the record as one JSON line to `out`.
 pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
-    let r = match rec {
-        Record::Event(e) => serde_json::to_writer(&mut *out, &event_out(source, e)),
+    match rec {
+        Record::Event(e) => event(out, source, e),
         Record::Unparsed {
             line,
             text,
             looks_like,
-        } => serde_json::to_writer(
-            &mut *out,
-            &UnparsedOut {
-                kind: "unparsed",
-                source,
-                line: *line,
-                lines: 1,
-                text,
-                looks_like: looks_like.map(|f| f.as_str()),
-            },
-        ),
-    };
-    // Serializing to a Vec cannot fail: every value is a string or number.
-    debug_assert!(r.is_ok());
+        } => {
+            let mut o = Obj::new(out);
+            o.str("kind", "unparsed");
+            o.str("source", source);
+            o.num("line", line);
+            o.num("lines", 1);
+            o.str("text", text);
+            o.opt_str("looks_like", looks_like.map(|f| f.as_str()));
+            o.end();
+        }
+    }
     out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Strings come out as serde_json writes them, escapes and all.
+    #[test]
+    fn strings_as_serde_json_writes_them() {
+        let all: String = (0u8..0x80)
+            .map(char::from)
+            .chain("é€\u{1F600}".chars())
+            .collect();
+        for s in ["", "plain", "a\"b\\c", "\u{7f}", all.as_str()] {
+            let mut out = Vec::new();
+            string(&mut out, s);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(s).unwrap()
+            );
+        }
+    }
 }
