@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function("summarize", |b| {
             b.iter(|| {
                 process_block("bench", &data, 1, SummaryAcc::new(&engine))
-                    .summary
+                    .into_summary()
                     .lines
             })
         });

@@ -4,7 +4,8 @@
 //! consumer in input order, and blocks are cut where the input alone says,
 //! so results do not depend on the thread count.
 
-use crate::input::{self, wrap::normalize, Cut, Source};
+use crate::input::wrap::{normalize, normalize_clean};
+use crate::input::{self, Cut, Source};
 use crate::parse::template::{self, Seen};
 use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
@@ -96,13 +97,13 @@ pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64
         data: block,
         first_line,
     };
-    // A lean line must be one `normalize` leaves as it is: the block is
-    // UTF-8 and holds no escape byte (a colour code).
-    let text = acc
-        .wants_lean()
-        .then(|| std::str::from_utf8(block).ok())
-        .flatten()
+    // Most blocks are UTF-8 without escape bytes (colour codes): checked
+    // once here, not line by line. Lean lines are looked for only in such a
+    // block, whose lines `normalize` leaves as they are.
+    let clean = std::str::from_utf8(block)
+        .ok()
         .filter(|_| memchr(0x1b, block).is_none());
+    let text = clean.filter(|_| acc.wants_lean());
     let emit = |acc: &mut A, r: &mut Record<'_>| acc.record_in(source, r, &around);
     let (mut pos, mut n) = (0, first_line);
     while pos < block.len() {
@@ -115,7 +116,10 @@ pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64
                 continue;
             }
         }
-        let line = normalize(&block[pos..end], &arena);
+        let line = match clean {
+            Some(t) => normalize_clean(&t[pos..end], &arena),
+            None => normalize(&block[pos..end], &arena),
+        };
         tok.push(n, line, &mut |r| emit(&mut acc, r));
         (pos, n) = (end + 1, n + 1);
     }

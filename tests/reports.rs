@@ -85,7 +85,7 @@ fn summary_of(engine: &Engine, log: &Path) -> Summary {
         &pipeline::Options::default(),
         || SummaryAcc::new(engine),
         |_, acc| {
-            total.merge(acc.summary);
+            total.merge(acc.into_summary());
             Ok(())
         },
     )

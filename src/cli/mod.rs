@@ -230,13 +230,14 @@ fn cmd_summarize(
         opts,
         || SummaryAcc::new(&engine),
         |name, acc| {
+            let block = acc.into_summary();
             if by == Some(By::Source) {
                 match per_source.last_mut() {
-                    Some((n, s)) if n == name => s.merge(acc.summary.clone()),
-                    _ => per_source.push((name.to_string(), acc.summary.clone())),
+                    Some((n, s)) if n == name => s.merge(block.clone()),
+                    _ => per_source.push((name.to_string(), block.clone())),
                 }
             }
-            total.merge(acc.summary);
+            total.merge(block);
             Ok(())
         },
     )?;

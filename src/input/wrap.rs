@@ -19,6 +19,21 @@ pub fn normalize<'a>(raw: &'a [u8], arena: &'a Arena<String>) -> &'a str {
     if memchr::memchr(0x1b, s.as_bytes()).is_some() {
         s = Cow::Owned(strip_csi(&s));
     }
+    unwrap_text(s, arena)
+}
+
+/// `normalize` of a line of a block already known to be UTF-8 without
+/// escape bytes (checked once for the block, not per line).
+pub fn normalize_clean<'a>(line: &'a str, arena: &'a Arena<String>) -> &'a str {
+    unwrap_text(
+        Cow::Borrowed(line.strip_suffix('\r').unwrap_or(line)),
+        arena,
+    )
+}
+
+/// The rest of `normalize`, once the line is text: a CSV export's payload,
+/// and the line ends a copy may carry.
+fn unwrap_text<'a>(mut s: Cow<'a, str>, arena: &'a Arena<String>) -> &'a str {
     if let Some(inner) = csv_payload(&s) {
         s = Cow::Owned(inner);
     }

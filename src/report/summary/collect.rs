@@ -1,8 +1,8 @@
 //! Reading events into a [`Summary`]: one accumulator per block of input.
 
 use super::{
-    bump, bump_endpoint, bump_in, entry, short, slot, template, Kind, SourceStats, Summary,
-    MAX_KEYS, MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
+    bump, bump_endpoint, bump_in, entry, short, slot, template, Dest, Fast, Kind, Peer,
+    SourceStats, Summary, MAX_KEYS, MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
 };
 use crate::parse::typed::host_of;
 use crate::parse::{Event, Level, Metric, Record};
@@ -13,7 +13,12 @@ use std::collections::BTreeMap;
 
 /// The accumulator of one block; `engine` tells which messages some rule knows.
 pub struct SummaryAcc<'e> {
-    pub summary: Summary,
+    summary: Summary,
+    /// The largest tables, hashed while the block is read and sorted into
+    /// the summary at its end.
+    destinations: Fast<Dest>,
+    clients: Fast<Peer>,
+    endpoints: Fast<u64>,
     engine: &'e Engine,
     last_wall: Option<(String, i64)>,
     era_sampler: EraSampler,
@@ -37,10 +42,22 @@ impl<'e> SummaryAcc<'e> {
     pub fn new(engine: &'e Engine) -> Self {
         SummaryAcc {
             summary: Summary::default(),
+            destinations: Fast::default(),
+            clients: Fast::default(),
+            endpoints: Fast::default(),
             engine,
             last_wall: None,
             era_sampler: EraSampler::default(),
         }
+    }
+
+    /// What the block held.
+    pub fn into_summary(mut self) -> Summary {
+        let s = &mut self.summary;
+        s.destinations = self.destinations.into_iter().collect();
+        s.clients = self.clients.into_iter().collect();
+        s.endpoints = self.endpoints.into_iter().collect();
+        self.summary
     }
 
     fn second_of(&mut self, ev: &Event<'_>) -> Option<(i64, bool)> {
@@ -132,7 +149,7 @@ impl<'e> SummaryAcc<'e> {
             || err.contains("error trying to connect")
             || err.contains("connect timed out");
         if let Some(dst) = ev.dst() {
-            let d = slot(&mut s.destinations, &dst);
+            let d = slot(&mut self.destinations, &dst);
             d.events += 1;
             if msg.contains("request failed") || msg.starts_with("Failed to proxy request") {
                 d.requests_failed += 1;
@@ -154,13 +171,13 @@ impl<'e> SummaryAcc<'e> {
             }
         }
         if let Some(c) = ev.client_addr().filter(|c| !c.starts_with(':')) {
-            let p = slot(&mut s.clients, host_of(c));
+            let p = slot(&mut self.clients, host_of(c));
             p.events += 1;
             p.errors += u64::from(failing);
             p.closes_with_error += u64::from(msg == "Connection closed" && error.is_some());
         }
         if let Some(p) = ev.endpoint() {
-            bump(&mut s.endpoints, short(p).as_ref(), 1);
+            bump(&mut self.endpoints, short(p).as_ref(), 1);
         }
         let tls_state: Option<Cow<str>> = if let Some(t) = ev.tls() {
             Some(match (t.state.as_ref(), t.reason, t.client_id) {

@@ -56,27 +56,82 @@ impl Overflow for u16 {
     }
 }
 
-/// Counts `n` under `k`; allocates only for a key not seen before.
-fn bump<K, Q>(m: &mut BTreeMap<K, u64>, k: &Q, n: u64)
+/// A table keyed by strings or numbers: the summary's sorted maps, or a
+/// block's hash maps while it is read (no key compares on the way down a
+/// tree for every line).
+trait Keyed<Q: ?Sized, V> {
+    fn len(&self) -> usize;
+    fn contains(&self, k: &Q) -> bool;
+    fn get(&mut self, k: &Q) -> Option<&mut V>;
+    /// Adds `k` (known missing) and returns its value.
+    fn add(&mut self, k: &Q) -> &mut V;
+}
+
+impl<K, Q, V> Keyed<Q, V> for BTreeMap<K, V>
 where
-    K: Ord + Borrow<Q> + Overflow,
+    K: Ord + Borrow<Q>,
     Q: Ord + ToOwned<Owned = K> + ?Sized,
+    V: Default,
+{
+    fn len(&self) -> usize {
+        BTreeMap::len(self)
+    }
+    fn contains(&self, k: &Q) -> bool {
+        self.contains_key(k)
+    }
+    fn get(&mut self, k: &Q) -> Option<&mut V> {
+        self.get_mut(k)
+    }
+    fn add(&mut self, k: &Q) -> &mut V {
+        self.entry(k.to_owned()).or_default()
+    }
+}
+
+/// A block's table of addresses while it is read.
+type Fast<V> = rustc_hash::FxHashMap<String, V>;
+
+impl<V: Default> Keyed<str, V> for Fast<V> {
+    fn len(&self) -> usize {
+        std::collections::HashMap::len(self)
+    }
+    fn contains(&self, k: &str) -> bool {
+        self.contains_key(k)
+    }
+    fn get(&mut self, k: &str) -> Option<&mut V> {
+        self.get_mut(k)
+    }
+    fn add(&mut self, k: &str) -> &mut V {
+        self.entry(k.to_string()).or_default()
+    }
+}
+
+/// Counts `n` under `k`; allocates only for a key not seen before.
+fn bump<Q, M>(m: &mut M, k: &Q, n: u64)
+where
+    Q: ?Sized + ToOwned,
+    Q::Owned: Overflow + Borrow<Q>,
+    M: Keyed<Q, u64>,
 {
     bump_in(m, k, n, MAX_KEYS)
 }
 
 /// `bump` into a table of at most `cap` keys.
-fn bump_in<K, Q>(m: &mut BTreeMap<K, u64>, k: &Q, n: u64, cap: usize)
+fn bump_in<Q, M>(m: &mut M, k: &Q, n: u64, cap: usize)
 where
-    K: Ord + Borrow<Q> + Overflow,
-    Q: Ord + ToOwned<Owned = K> + ?Sized,
+    Q: ?Sized + ToOwned,
+    Q::Owned: Overflow + Borrow<Q>,
+    M: Keyed<Q, u64>,
 {
-    if let Some(c) = m.get_mut(k) {
+    if let Some(c) = m.get(k) {
         *c += n;
     } else if m.len() < cap {
-        m.insert(k.to_owned(), n);
+        *m.add(k) = n;
     } else {
-        *m.entry(K::other()).or_insert(0) += n;
+        let other = Q::Owned::other();
+        match m.get(other.borrow()) {
+            Some(c) => *c += n,
+            None => *m.add(other.borrow()) = n,
+        }
     }
 }
 
@@ -95,9 +150,9 @@ fn bump_endpoint(m: &mut BTreeMap<String, u64>, k: &str, n: u64, used: &mut usiz
 
 /// The entry for `k`, or the shared `(other)` entry once the table is full.
 /// Looks up before allocating: most keys repeat.
-fn slot<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
+fn slot<'m, V: Default, M: Keyed<str, V>>(m: &'m mut M, k: &str) -> &'m mut V {
     let k = short(k);
-    let key = if m.len() < MAX_KEYS || m.contains_key(k.as_ref()) {
+    let key = if m.len() < MAX_KEYS || m.contains(k.as_ref()) {
         k.as_ref()
     } else {
         OTHER
@@ -120,11 +175,11 @@ fn short(k: &str) -> Cow<'_, str> {
 
 /// The entry for `k`, made if missing, without allocating a key that is
 /// already there.
-fn entry<'m, V: Default>(m: &'m mut BTreeMap<String, V>, k: &str) -> &'m mut V {
-    if !m.contains_key(k) {
-        m.insert(k.to_string(), V::default());
+fn entry<'m, V: Default, M: Keyed<str, V>>(m: &'m mut M, k: &str) -> &'m mut V {
+    if !m.contains(k) {
+        return m.add(k);
     }
-    m.get_mut(k).expect("just inserted")
+    m.get(k).expect("just looked up")
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
