@@ -142,7 +142,7 @@ fn corpus_lines() -> Vec<String> {
         .flat_map(|(_, d)| {
             String::from_utf8_lossy(&d)
                 .lines()
-                .filter(|l| l.starts_with('['))
+                .filter(|l| l.starts_with('[') || l.starts_with('{'))
                 .map(str::to_string)
                 .collect::<Vec<_>>()
         })
@@ -154,7 +154,11 @@ fn corpus_lines() -> Vec<String> {
 
 fn parsed(line: &str) -> String {
     let mut ev = Event::default();
-    let ok = lpa::parse::plain::proxy_plain(line, &mut ev).is_some();
+    let ok = if line.starts_with('{') {
+        lpa::parse::json::parse(line, &mut ev).is_some()
+    } else {
+        lpa::parse::plain::proxy_plain(line, &mut ev).is_some()
+    };
     ev.component = lpa::parse::component::of(&ev);
     format!("{ok} {ev:?}")
 }
@@ -162,8 +166,8 @@ fn parsed(line: &str) -> String {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// A line read through the shape another line left (the same text with
-    /// other digits) reads as the line itself.
+    /// A plain or JSON line read through the shape another line left (the
+    /// same text with other digits) reads as the line itself.
     #[test]
     fn a_line_reads_through_its_shape_as_itself(
         pick in any::<prop::sample::Index>(),

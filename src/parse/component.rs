@@ -78,6 +78,24 @@ fn of_logrus(ev: &Event<'_>) -> Component {
     Component::ControlPlane
 }
 
+/// The component of a tracing producer's line, which its target tells
+/// (`None` for other producers).
+pub fn of_target(producer: Producer, target: Option<&str>) -> Option<Component> {
+    let cni = |t: &str| t.starts_with("linkerd_network_validator") || t.starts_with("linkerd_cni");
+    let t = target.unwrap_or("");
+    Some(match producer {
+        Producer::ProxyPlain | Producer::ProxyLegacy if cni(t) => Component::Cni,
+        Producer::ProxyPlain | Producer::ProxyLegacy => Component::Proxy,
+        Producer::ProxyJson if target.is_none_or(is_proxy_target) => Component::Proxy,
+        Producer::ProxyJson => Component::Unknown,
+        // kubert's layout is shared by the CNI's network validator and
+        // repair controller: their targets tell.
+        Producer::PolicyController if cni(t) => Component::Cni,
+        Producer::PolicyController => Component::Policy,
+        _ => return None,
+    })
+}
+
 pub fn of(ev: &Event<'_>) -> Component {
     if let Some(c) = ev.wrapper.container {
         let k = of_container(c);
@@ -86,34 +104,13 @@ pub fn of(ev: &Event<'_>) -> Component {
         }
     }
     match ev.producer {
-        Producer::ProxyPlain | Producer::ProxyLegacy => {
-            if ev.target().starts_with("linkerd_network_validator")
-                || ev.target().starts_with("linkerd_cni")
-            {
-                Component::Cni
-            } else {
-                Component::Proxy
-            }
-        }
-        Producer::ProxyJson => {
-            if ev.target.as_deref().is_none_or(is_proxy_target) {
-                Component::Proxy
-            } else {
-                Component::Unknown
-            }
+        Producer::ProxyPlain
+        | Producer::ProxyLegacy
+        | Producer::ProxyJson
+        | Producer::PolicyController => {
+            of_target(ev.producer, ev.target.as_deref()).unwrap_or_default()
         }
         Producer::AccessApache | Producer::AccessJson => Component::Proxy,
-        // kubert's layout is shared by the CNI's network validator and
-        // repair controller: their targets tell.
-        Producer::PolicyController => {
-            if ev.target().starts_with("linkerd_network_validator")
-                || ev.target().starts_with("linkerd_cni")
-            {
-                Component::Cni
-            } else {
-                Component::Policy
-            }
-        }
         Producer::ProxyInit => Component::ProxyInit,
         Producer::Logrus | Producer::LogrusJson => of_logrus(ev),
         Producer::Klog => Component::ControlPlane,

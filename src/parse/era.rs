@@ -2,7 +2,6 @@
 //! Linkerd release that wrote it, and how a log's cues fold into one era.
 
 use super::event::{Era, Event, Producer};
-use super::lean::SpanWords;
 use serde::Serialize;
 
 /// What the line tells of the Linkerd version that wrote it.
@@ -58,45 +57,14 @@ pub fn format_cue(producer: Producer, thread: bool, timestamp: bool, target: &st
     c
 }
 
-/// Wording of a proxy line's body that bounds the era. Every cue
-/// [`wording_cue`] reads in a body needs one of these (in any case), and
-/// every cue it reads in spans makes [`spans_may_cue`] true: a plain line
-/// with neither has only its format's cue (a pass that skips its event
-/// relies on this).
-pub const BODY_TRIGGERS: &[&str] = &[
-    "release ",
-    "running version ",
-    "Unavailable; entering failfast",
-    "Failed to proxy request",
-    "HTTP Balancer service in fail-fast",
-    " request failed",
-    ", error: ",
-    " error.source=",
-    "error.sources",
-];
-
-/// Might a plain-text span stack hold a span that bounds the era:
-/// `service` with a namespace (2.12), `rescue` (2.10), `accept` with
-/// `peer.addr` (before 2.10)? False is sure. `words` are its
-/// [`span_words`](super::lean::span_words).
-pub fn spans_may_cue(spans: &str, words: SpanWords) -> bool {
-    if words.has(0) || words.has(1) {
-        return true;
-    }
-    // `peer.addr` bounds the era only inside an `accept{…}`.
-    let peer_in = |fields: &str| match fields.find(['}', '{']) {
-        Some(e) if fields.as_bytes()[e] == b'}' => fields[..e].contains("peer.addr"),
-        // Unclosed, or nested: not told cheaply.
-        _ => true,
-    };
-    words.has(2)
-        && match words.accepts {
-            0 => false,
-            1 => peer_in(&spans[words.first_accept + "accept{".len()..]),
-            _ => spans
-                .match_indices("accept{")
-                .any(|(at, open)| peer_in(&spans[at + open.len()..])),
-        }
+/// Does the line's wording (a version banner, or what [`wording_cue`]
+/// reads) bound the era?
+pub fn wording_bounds(ev: &Event) -> bool {
+    let msg = ev.message();
+    msg.starts_with("release ")
+        || msg.starts_with("running version ")
+        || (matches!(ev.producer, Producer::ProxyPlain | Producer::ProxyJson)
+            && wording_cue(ev, EraCue::default()) != EraCue::default())
 }
 
 fn wording_cue(ev: &Event, mut c: EraCue) -> EraCue {
@@ -274,9 +242,9 @@ mod tests {
         assert_eq!(Era::of_proxy_version("2.91.0"), Some(Era::Upto2_9));
     }
 
-    /// A proxy line holding none of the triggers has only its format's cue.
+    /// A proxy line's cue is its format's unless its wording bounds the era.
     #[test]
-    fn wording_cues_need_their_triggers() {
+    fn wording_bounds_when_it_adds_to_the_format() {
         let lines = [
             ("[     1.0s]  WARN ThreadId(01) outbound:accept{client.addr=10.0.0.1:1}: linkerd_app_core::errors: Failed to proxy request: connection refused", true),
             ("[     1.0s]  WARN ThreadId(01) outbound: linkerd_app_core::errors::respond: HTTP/1.1 request failed error=x", true),
@@ -290,10 +258,7 @@ mod tests {
         for (l, worded) in lines {
             let ev = parse_line(l).unwrap();
             let format = format_cue(ev.producer, ev.thread.is_some(), false, ev.target());
-            let spans = &l[..l.len() - ev.body.len()];
-            let triggered = BODY_TRIGGERS.iter().any(|t| ev.body.contains(t))
-                || spans_may_cue(spans, crate::parse::lean::span_words(spans));
-            assert_eq!(triggered, worded, "{l}");
+            assert_eq!(wording_bounds(&ev), worded, "{l}");
             assert_eq!(era_cue(&ev) != format, worded, "{l}");
         }
     }

@@ -10,7 +10,6 @@ pub mod fields;
 pub mod foreign;
 pub mod json;
 pub mod kube;
-pub mod lean;
 pub mod metrics;
 pub mod other;
 pub mod plain;

@@ -12,9 +12,12 @@
 //! looked up by its masked text (compared whole, not by hash), so the
 //! cache never changes what a line is read as, only how fast.
 
-use super::event::{Component, Event, Level, Producer, Span};
-use super::lean::{self, Lean};
-use super::plain::{proxy_uptime, root_reads_digits, seconds, split_tail, uptime_parts};
+use super::event::{Event, Level, Producer, Span};
+use super::plain::{
+    level_word, proxy_uptime, root_reads_digits, seconds, split_tail, thread_id, uptime,
+    uptime_parts,
+};
+use memchr::memchr;
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -22,6 +25,27 @@ use std::hash::BuildHasherDefault;
 
 /// Shapes kept per thread before the cache starts over: a few MiB.
 const MAX_SHAPES: usize = 4096;
+
+/// The level, whether a thread is named, and the text after them.
+fn head(line: &str) -> Option<(Level, bool, &str)> {
+    // Such a line starts with its uptime bracket, which no wrapper looks
+    // like, and ends in a printable ASCII byte other than the backtick
+    // `unwrap` strips, so `normalize` (which trims) and `unwrap` leave it
+    // whole; nor does it end in a `\n` copied as text.
+    if line.as_bytes().first() != Some(&b'[')
+        || !matches!(line.as_bytes().last(), Some(0x21..=0x7e))
+        || line.ends_with('`')
+        || line.ends_with("\\n")
+    {
+        return None;
+    }
+    let (_, _, rest) = uptime_parts(line)?;
+    let (level, rest) = level_word(rest)?;
+    Some(match thread_id(rest) {
+        Some((_, r)) => (level, true, r),
+        None => (level, false, rest),
+    })
+}
 
 /// A byte range of the line.
 type R = (u32, u32);
@@ -46,16 +70,30 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
-/// Where a line of one shape is cut, as its event and as a lean line.
+/// Where a line's clock is, and how it is read.
+#[derive(Clone, Copy)]
+enum Clock {
+    /// The plain format's uptime bracket: the digits before and after the
+    /// point.
+    Bracket {
+        secs: R,
+        frac: R,
+    },
+    /// A JSON `timestamp` that is an uptime bracket, or a wall-clock time.
+    Uptime(R),
+    Wall(R),
+    None,
+}
+
+/// Where a line of one shape is cut, as its event.
 struct Shape {
     id: u64,
     /// The line with its digits masked.
     key: Box<[u8]>,
-    level: Level,
+    producer: Producer,
+    level: Option<Level>,
     thread: Option<R>,
-    /// The uptime's digits before and after the point.
-    secs: R,
-    frac: R,
+    clock: Clock,
     /// Each span's name and how many of `span_fields` are its.
     spans: Vec<(R, u16)>,
     span_fields: Vec<(R, R)>,
@@ -64,9 +102,6 @@ struct Shape {
     message: Option<R>,
     fields: Vec<(R, R)>,
     cut: bool,
-    component: Component,
-    /// Spans, target and body as [`lean::scan`] splits the line.
-    lean: Option<(R, R, R)>,
 }
 
 #[derive(Default)]
@@ -126,85 +161,111 @@ fn borrowed(line: &str, c: &Cow<'_, str>) -> Option<R> {
 }
 
 impl Shape {
-    /// The shape of `line`, read into `ev` by the tokenizer's own path;
-    /// `None` when the line's reading cannot be sliced from another's.
+    /// Reads `line` into `ev` by the tokenizer's own path (its plain or
+    /// JSON grammar, with no wrapper) and makes its shape: `None` when the
+    /// line is not one of those, `Some(None)` when it was read but its
+    /// reading cannot be sliced from another line's.
     fn read<'a>(line: &'a str, ev: &mut Event<'a>) -> Option<Option<Shape>> {
-        let (_, _, rest) = lean::head(line)?;
-        super::plain::proxy_plain(line, ev)?;
+        let b = line.as_bytes();
+        let (clock, kept) = if b.first() == Some(&b'[') {
+            let (_, _, rest) = head(line)?;
+            super::plain::proxy_plain(line, ev)?;
+            let (secs, frac, _) = uptime_parts(line)?;
+            // Which head is the target may turn on a crate root spelt
+            // with a digit (`h2`).
+            let rooted = split_tail(rest)
+                .and_then(|t| t.rooted)
+                .is_some_and(root_reads_digits);
+            let clock = (|| {
+                Some(Clock::Bracket {
+                    secs: range(line, secs)?,
+                    frac: range(line, frac)?,
+                })
+            })();
+            (clock, !rooted)
+        } else {
+            // A JSON line that `unwrap` and `normalize` leave whole (it
+            // ends with its brace) and that is valid JSON for any digits:
+            // no escapes (whose hex digits are characters) and no numbers
+            // (`012` is not one).
+            if b.first() != Some(&b'{') || b.last() != Some(&b'}') {
+                return None;
+            }
+            super::json::parse(line, ev)?;
+            let tracing = matches!(
+                ev.producer,
+                Producer::ProxyJson | Producer::PolicyController
+            );
+            let clock = match (ev.uptime.is_some(), &ev.timestamp) {
+                (_, Some(t)) => borrowed(line, t).map(Clock::Wall),
+                (true, None) => json_uptime(line).map(Clock::Uptime),
+                (false, None) => Some(Clock::None),
+            };
+            (
+                clock,
+                tracing && memchr(b'\\', b).is_none() && !digit_outside_strings(b),
+            )
+        };
         ev.component = super::component::of(ev);
-        let reads_digits = split_tail(rest)
-            .and_then(|t| t.rooted)
-            .is_some_and(root_reads_digits);
-        let (secs, frac, _) = uptime_parts(line)?;
+        if !kept {
+            return Some(None);
+        }
         let pair =
             |(k, v): &(Cow<'_, str>, Cow<'_, str>)| Some((borrowed(line, k)?, borrowed(line, v)?));
-        let spans = ev
-            .spans
-            .iter()
-            .map(|s| {
-                Some((
-                    borrowed(line, &s.name)?,
-                    u16::try_from(s.fields.len()).ok()?,
-                ))
-            })
-            .collect::<Option<Vec<_>>>();
-        let span_fields = ev
-            .spans
-            .iter()
-            .flat_map(|s| s.fields.iter().map(pair))
-            .collect::<Option<Vec<_>>>();
-        let fields = ev.fields.iter().map(pair).collect::<Option<Vec<_>>>();
-        let lean = lean::scan(line).map(|l| {
-            Some((
-                range(line, l.spans)?,
-                range(line, l.target)?,
-                range(line, l.body)?,
-            ))
-        });
+        let opt = |c: &Option<Cow<'_, str>>| match c {
+            Some(c) => borrowed(line, c).map(Some),
+            None => Some(None),
+        };
         let shape = (|| {
             Some(Shape {
                 id: 0,
                 key: Box::default(),
-                level: ev.level?,
-                thread: match &ev.thread {
-                    Some(t) => Some(borrowed(line, t)?),
-                    None => None,
-                },
-                secs: range(line, secs)?,
-                frac: range(line, frac)?,
-                spans: spans?,
-                span_fields: span_fields?,
-                target: match &ev.target {
-                    Some(t) => Some(borrowed(line, t)?),
-                    None => None,
-                },
-                body: range(line, ev.body)?,
-                message: match &ev.message {
-                    Some(m) => Some(borrowed(line, m)?),
-                    None => None,
-                },
-                fields: fields?,
+                producer: ev.producer,
+                level: ev.level,
+                thread: opt(&ev.thread)?,
+                clock: clock?,
+                spans: ev
+                    .spans
+                    .iter()
+                    .map(|s| {
+                        Some((
+                            borrowed(line, &s.name)?,
+                            u16::try_from(s.fields.len()).ok()?,
+                        ))
+                    })
+                    .collect::<Option<_>>()?,
+                span_fields: ev
+                    .spans
+                    .iter()
+                    .flat_map(|s| s.fields.iter().map(pair))
+                    .collect::<Option<_>>()?,
+                target: opt(&ev.target)?,
+                body: range(line, ev.body).unwrap_or((0, 0)),
+                message: opt(&ev.message)?,
+                fields: ev.fields.iter().map(pair).collect::<Option<_>>()?,
                 cut: ev.cut,
-                component: ev.component,
-                lean: match lean {
-                    Some(l) => Some(l?),
-                    None => None,
-                },
             })
         })();
-        Some(shape.filter(|_| !reads_digits))
+        Some(shape)
     }
 
     fn fill<'a>(&self, line: &'a str, ev: &mut Event<'a>) -> bool {
         let at = |r: R| &line[r.0 as usize..r.1 as usize];
-        let frac = at(self.frac);
-        let Some(up) = seconds(at(self.secs), frac) else {
-            return false;
-        };
-        ev.reset(Producer::ProxyPlain, line);
-        ev.level = Some(self.level);
+        ev.reset(self.producer, line);
+        ev.level = self.level;
         ev.thread = self.thread.map(|r| Cow::Borrowed(at(r)));
-        ev.uptime = Some(proxy_uptime(up, frac.len(), self.thread.is_some()));
+        match self.clock {
+            Clock::Bracket { secs, frac } => {
+                let Some(up) = seconds(at(secs), at(frac)) else {
+                    return false;
+                };
+                let digits = (frac.1 - frac.0) as usize;
+                ev.uptime = Some(proxy_uptime(up, digits, self.thread.is_some()));
+            }
+            Clock::Uptime(r) => ev.uptime = uptime(at(r)).map(|(u, ..)| u),
+            Clock::Wall(r) => ev.timestamp = Some(Cow::Borrowed(at(r))),
+            Clock::None => {}
+        }
         let mut fields = self.span_fields.iter();
         for (name, n) in &self.spans {
             ev.spans.push(Span {
@@ -225,33 +286,75 @@ impl Shape {
                 .map(|(k, v)| (Cow::Borrowed(at(*k)), Cow::Borrowed(at(*v)))),
         );
         ev.cut = self.cut;
-        ev.component = self.component;
+        // A JSON line's component turns on its target's crate root, which
+        // may be spelt with a digit (`h2`): told for each line.
+        ev.component = super::component::of(ev);
         true
+    }
+
+    fn seen<'a>(&self, line: &'a str) -> Seen<'a> {
+        Seen {
+            id: self.id,
+            producer: self.producer,
+            level: self.level,
+            thread: self.thread.is_some(),
+            timestamp: matches!(self.clock, Clock::Wall(_)),
+            target: self
+                .target
+                .map_or("", |r| &line[r.0 as usize..r.1 as usize]),
+            cut: self.cut,
+            line,
+        }
     }
 }
 
-/// What a lean consumer needs of a line in the lean shape.
+/// The range of a JSON line's `timestamp` value (an uptime bracket).
+fn json_uptime(line: &str) -> Option<R> {
+    let key = "\"timestamp\":\"";
+    let start = line.find(key)? + key.len();
+    let len = line[start..].find('"')?;
+    Some((start as u32, (start + len) as u32))
+}
+
+/// Does a JSON text hold a digit outside its strings (a number)? For a
+/// text without escapes: every quote opens or closes a string.
+fn digit_outside_strings(b: &[u8]) -> bool {
+    let mut in_string = false;
+    b.iter().any(|c| {
+        in_string ^= *c == b'"';
+        !in_string && c.is_ascii_digit()
+    })
+}
+
+/// What a pass that counts lines without their events needs of a line a
+/// shape is kept for.
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
-    pub lean: Lean<'a>,
-    /// Its event would look cut (the tokenizer would hold it for the next
-    /// line to continue).
-    pub cut: bool,
     /// The shape's id: the same for every line of the shape while this
     /// thread's cache keeps it, never another shape's.
     pub id: u64,
+    pub producer: Producer,
+    pub level: Option<Level>,
+    pub thread: bool,
+    /// It has a wall-clock time of its own (a JSON producer's).
+    pub timestamp: bool,
+    pub target: &'a str,
+    /// Its event looks cut (the tokenizer holds it for the next line to
+    /// continue).
+    pub cut: bool,
+    pub line: &'a str,
 }
 
 /// Looks `line` up; on a miss, reads it into `ev` and keeps its shape.
-/// `Some(hit)` when the line is one the cache can hold.
+/// `None` when the line is not one a shape can be kept for.
 fn with_shape<'a, T>(
     line: &'a str,
     ev: &mut Event<'a>,
     hit: impl FnOnce(&Shape, &mut Event<'a>) -> T,
     miss: impl FnOnce(Option<&Shape>, &mut Event<'a>) -> T,
 ) -> Option<T> {
-    // Cheap refusals first: most other lines do not start with `[`.
-    if line.as_bytes().first() != Some(&b'[') {
+    // Cheap refusals first: other lines start with neither.
+    if !matches!(line.as_bytes().first(), Some(b'[' | b'{')) {
         return None;
     }
     CACHE.with(|c| {
@@ -275,45 +378,21 @@ fn with_shape<'a, T>(
     })
 }
 
-/// Reads a line in the lean shape into `ev`, through the cache: false for
-/// any other line (the tokenizer's general path reads it).
+/// Reads a plain or JSON line into `ev` through the cache: false for any
+/// line it does not take (the tokenizer's general path reads it).
 pub fn read<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
     with_shape(line, ev, |s, ev| s.fill(line, ev), |_, _| true).unwrap_or(false)
 }
 
-/// A line in the lean shape that [`lean::scan`] splits, with what its
-/// event would say of being cut, through the cache.
+/// What a counting pass needs of a plain or JSON line whose shape is kept,
+/// through the cache: without its event when the shape was seen before.
 pub fn seen(line: &str) -> Option<Seen<'_>> {
     let mut ev = Event::default();
-    let lean_of = |s: &Shape| {
-        let (sp, t, b) = s.lean?;
-        let at = |r: R| &line[r.0 as usize..r.1 as usize];
-        Some(Seen {
-            lean: Lean {
-                level: s.level,
-                thread: s.thread.is_some(),
-                spans: at(sp),
-                target: at(t),
-                body: at(b),
-                text: line,
-            },
-            cut: s.cut,
-            id: s.id,
-        })
-    };
     with_shape(
         line,
         &mut ev,
-        |s, _| lean_of(s),
-        |s, ev| match s {
-            Some(s) => lean_of(s),
-            // Not kept: the event was read all the same.
-            None => lean::scan(line).map(|lean| Seen {
-                lean,
-                cut: ev.cut,
-                id: 0,
-            }),
-        },
+        |s, _| Some(s.seen(line)),
+        |s, _| s.map(|s| s.seen(line)),
     )
     .flatten()
 }

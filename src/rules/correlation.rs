@@ -17,10 +17,12 @@ use super::stats::level_index;
 pub use super::stats::{era_text, EraSampler, Stats};
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, TagKey};
+use crate::parse::component::of_target;
 use crate::parse::era::format_cue;
 use crate::parse::template::Seen;
 use crate::parse::{Event, Level, Metric, Producer, Record};
 use crate::pipeline::{Accumulator, Around, Text};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -285,24 +287,9 @@ impl<'e> State<'e> {
                 }
             }
         }
-        let owned;
-        let full: &str = if matches!(
-            ev.producer,
-            Producer::ProxyJson | Producer::LogrusJson | Producer::AccessJson
-        ) || ev.continuation.is_some()
-        {
-            owned = haystack(ev);
-            &owned
-        } else {
-            &ev.text
-        };
-        // Rule literals are about messages and fields: the span stack, often
-        // most of a debug line, need not be scanned for them.
-        let body = if ev.body.is_empty() || ev.continuation.is_some() {
-            full
-        } else {
-            ev.body
-        };
+        let full = full_text(ev);
+        let full: &str = &full;
+        let body = literal_text(ev, full);
         // One search tells most lines from those with a rule's literal or an
         // era cue's wording, when both would be looked for in the same text.
         let silent = std::ptr::eq(era_text(ev), body) && self.engine.silent(body);
@@ -546,27 +533,57 @@ impl Accumulator for State<'_> {
 
     /// A quiet line ([`super::quiet`]) changes nothing but counts.
     fn lean(&mut self, source: &str, line: u64, seen: &Seen<'_>, around: &Around<'_>) -> bool {
-        let l = &seen.lean;
         let mut key = KeyShape::Unknown;
-        if seen.cut || l.level >= Level::Warn || !self.engine.quiet.quiet(seen, &mut key) {
+        if seen.cut || !self.engine.quiet(seen, &mut key) {
             return false;
         }
         let s = &mut self.stats;
         s.see_source(source);
         s.events += 1;
         s.lines += 1;
-        s.levels[level_index(l.level)] += 1;
-        s.proxy_events += 1;
-        // A proxy's target, or the CNI's: a Linkerd component either way.
-        s.linkerd_lines += 1;
-        let cue = format_cue(Producer::ProxyPlain, l.thread, false, l.target);
-        self.era_sampler.lean(cue, &mut s.era);
-        self.lookback.lean(line, l.text, key, around);
+        if let Some(l) = seen.level {
+            s.levels[level_index(l)] += 1;
+        }
+        let target = Some(seen.target).filter(|t| !t.is_empty());
+        if of_target(seen.producer, target).is_some_and(|c| c.is_linkerd()) {
+            s.linkerd_lines += 1;
+        }
+        let proxy = seen.producer.is_proxy();
+        s.proxy_events += u64::from(proxy);
+        let cue = format_cue(seen.producer, seen.thread, seen.timestamp, seen.target);
+        self.era_sampler.lean(cue, proxy, &mut s.era);
+        let plain = seen.producer == Producer::ProxyPlain;
+        self.lookback.lean(line, seen.line, key, plain, around);
         true
     }
 
     fn end_block(&mut self, text: &Arc<Text>) {
         self.lookback.end_block(text);
+    }
+}
+
+/// The text rules' conditions read: the line, or for an event whose line
+/// is not contiguous text (JSON, several lines), its message and fields.
+pub(super) fn full_text<'e>(ev: &'e Event<'_>) -> Cow<'e, str> {
+    if matches!(
+        ev.producer,
+        Producer::ProxyJson | Producer::LogrusJson | Producer::AccessJson
+    ) || ev.continuation.is_some()
+    {
+        Cow::Owned(haystack(ev))
+    } else {
+        Cow::Borrowed(&ev.text)
+    }
+}
+
+/// Where in `full` ([`full_text`]) the rules' literals are looked for:
+/// literals are about messages and fields, and the span stack, often most
+/// of a debug line, need not be scanned for them.
+pub(super) fn literal_text<'t>(ev: &'t Event<'_>, full: &'t str) -> &'t str {
+    if ev.body.is_empty() || ev.continuation.is_some() {
+        full
+    } else {
+        ev.body
     }
 }
 

@@ -14,7 +14,6 @@
 use super::conns::{ConnCtx, Missing};
 use super::group::tag_key;
 use super::TagKey;
-use crate::parse::lean::{Lean, SpanWords};
 use crate::parse::typed::{DST_WORDS, ENDPOINT_WORDS, PORT_WORDS};
 use crate::parse::{parse_line, Event, Producer};
 use crate::pipeline::{Around, Text};
@@ -40,14 +39,8 @@ fn key_of(client: &str) -> u64 {
 /// Keys are hashes already: a map keyed by them need not hash again.
 type ByKey<V> = crate::parse::template::ById<V>;
 
-/// Where a lean line's client connection is named, as far as its spans and
-/// body tell without tokenizing them. Its client is the first of its body's
-/// client fields, else the `client.addr`, `client_addr`, `peer.addr` or
-/// `remote` of its innermost `accept`, `rescue` or `conn` span, else a
-/// `proxy` span's `remote` (`Event::client_addr`). Told here: no field or
-/// span can name one, or the only candidate is the first field of its only
-/// `accept` span, as every accepted connection's line of 2.10 and later
-/// has. The same for every line of a shape: nothing here reads a digit.
+/// Where a quiet line's client connection is named, the same for every
+/// line of its shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyShape {
     /// Only reading the line tells.
@@ -58,34 +51,19 @@ pub enum KeyShape {
 }
 
 impl KeyShape {
-    pub fn of(l: &Lean<'_>, w: SpanWords) -> KeyShape {
-        static FIELDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
-            AhoCorasick::new(["client.addr", "client_addr", "client="]).expect("three literals")
-        });
-        // `rescue`, `conn{`, `remote`, `client_addr`.
-        if w.has(1) || w.has(3) || w.has(4) || w.has(5) || FIELDS.is_match(l.body) {
-            return KeyShape::Unknown;
-        }
-        match w.accepts {
-            0 => return KeyShape::NoClient,
-            1 => {}
-            _ => return KeyShape::Unknown,
-        }
-        let start = l.spans.as_ptr() as usize - l.text.as_ptr() as usize + w.first_accept;
-        let Some(value) = l.text[start + "accept{".len()..].strip_prefix("client.addr=") else {
-            return KeyShape::Unknown;
+    /// Where `line`'s event names its client: the same place in every line
+    /// of its shape, for which of its fields or spans names the client is
+    /// decided by their names and by their values' `:`, never by a digit.
+    pub fn of(ev: &Event<'_>, line: &str) -> KeyShape {
+        let Some(c) = tag_key(TagKey::Client, ev) else {
+            return KeyShape::NoClient;
         };
-        // The value ends at the group's end or at the next field.
-        let end = value
-            .find([' ', '}', '"', '(', '[', '{'])
-            .unwrap_or(value.len());
-        let after = &value.as_bytes()[end..];
-        let at = (l.text.len() - value.len()) as u32;
-        match after.first() {
-            Some(b'}') => KeyShape::At(at, at + end as u32),
-            Some(b' ') if crate::parse::fields::key_len(&after[1..]).is_some() => {
-                KeyShape::At(at, at + end as u32)
+        let start = (c.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
+        match line.get(start..start + c.len()) {
+            Some(s) if std::ptr::eq(s.as_ptr(), c.as_ptr()) => {
+                KeyShape::At(start as u32, (start + c.len()) as u32)
             }
+            // Copied out of the line (decoded).
             _ => KeyShape::Unknown,
         }
     }
@@ -172,8 +150,12 @@ impl BlockConns {
         self.keys[i] = key;
     }
 
-    /// A lean line, read at index `i` of its block.
-    fn lean(&mut self, i: usize, line: &str, key: KeyShape) {
+    /// A quiet line, read at index `i` of its block (`plain`: in the plain
+    /// format, whose spellings `may_name` knows).
+    fn lean(&mut self, i: usize, line: &str, key: KeyShape, plain: bool) {
+        if !plain {
+            self.names.insert(i as u32, DST | PEER | PORT);
+        }
         match key.key(line) {
             Some(k) => self.set(i, k),
             None => {
@@ -396,11 +378,12 @@ impl Lookback {
         }
     }
 
-    /// A lean line, its client named where `key` says.
-    pub fn lean(&mut self, line: u64, text: &str, key: KeyShape, around: &Around<'_>) {
+    /// A quiet line, its client named where `key` says (`plain`: in the
+    /// plain format).
+    pub fn lean(&mut self, line: u64, text: &str, key: KeyShape, plain: bool, around: &Around<'_>) {
         if let Lookback::Blocks { block, .. } = self {
             if let Some(i) = line.checked_sub(around.first_line) {
-                block.lean(i as usize, text, key);
+                block.lean(i as usize, text, key, plain);
             }
         }
     }

@@ -37,9 +37,8 @@ impl<'a, 'e> Line<'a, 'e> {
 /// Rules compiled for matching; shared by every thread.
 pub struct Engine {
     pub rules: Vec<Rule>,
-    /// The rules' literals, then the era cues' wording, then the body
-    /// wording that bounds the era: one search tells most lines, which hold
-    /// none, from the rest.
+    /// The rules' literals, then the era cues' wording: one search tells
+    /// most lines, which hold neither, from the rest.
     prefilter: AhoCorasick,
     /// Patterns of `prefilter` that are rules' literals (the first ones).
     rule_patterns: usize,
@@ -171,7 +170,6 @@ impl Engine {
                 .iter()
                 .map(String::as_str)
                 .chain(kb.eras.iter().map(|e| e.text.as_str()))
-                .chain(crate::parse::era::BODY_TRIGGERS.iter().copied())
         };
         // The two largest automata are built side by side: at startup the
         // other core has nothing else to do. Most lines never reach the
@@ -230,8 +228,7 @@ impl Engine {
     }
 
     /// Does this text hold neither a rule's literal nor an era cue's
-    /// wording (in any case)? Then neither search need be made, and its
-    /// body bounds no era (`era::BODY_TRIGGERS`).
+    /// wording (in any case)? Then neither search need be made.
     pub fn silent(&self, text: &str) -> bool {
         !self.prefilter.is_match(text)
     }

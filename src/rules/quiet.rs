@@ -1,18 +1,21 @@
-//! Quiet lines: lean lines below WARN that hold none of the rules'
-//! literals, era wording or era-bounding spans. Their events would match no
-//! rule and add no warning, alias or era cue beyond their format's, so
-//! explain counts them without tokenizing them.
+//! Quiet lines: lines below WARN that hold none of the rules' literals, no
+//! era wording and nothing that bounds the era or names an alias. Their
+//! events would match no rule and add no warning, alias or era cue beyond
+//! their format's, so explain counts them without tokenizing them.
 //!
 //! What makes a line quiet is decided once per line shape
-//! ([`template`](crate::parse::template)) where it reads no digit, and per
-//! line where it does: the few literals whose wording is mostly digits
-//! (`431`) are looked for in each line of a shape whose masked text could
-//! hold them.
+//! ([`template`](crate::parse::template)), from the event of the first line
+//! of the shape, where it reads no digit; per line where it does: the few
+//! literals whose wording is mostly digits (`431`) are looked for in each
+//! line of a shape whose masked text could hold them.
 
+use super::correlation::{full_text, literal_text};
 use super::lookback::KeyShape;
-use crate::parse::era::spans_may_cue;
-use crate::parse::lean::span_words;
-use crate::parse::template::{ById, Seen};
+use super::matching::Engine;
+use super::stats::era_text;
+use crate::parse::era::wording_bounds;
+use crate::parse::template::{self, ById, Seen};
+use crate::parse::{Event, Level};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +30,7 @@ const MIN_RUN: usize = 4;
 pub struct Quiet {
     /// Tells which engine a shape's facts were found with.
     id: u64,
-    /// For each literal, its longest digit-free part (in any case): a line
+    /// For each literal, its longest digit-free part (in any case): a text
     /// without any holds none of the literals with such a part.
     words: AhoCorasick,
     /// The literals with no long digit-free part, as they are and with
@@ -48,8 +51,7 @@ fn masked(s: &str) -> String {
 }
 
 impl Quiet {
-    /// For `literals`, which every line the rules or the era cues may read
-    /// holds one of.
+    /// For `literals`: the rules' and the era cues' wording.
     pub fn new<'a>(literals: impl Iterator<Item = &'a str>) -> Quiet {
         static IDS: AtomicU64 = AtomicU64::new(1);
         let (mut words, mut digits) = (Vec::new(), Vec::new());
@@ -81,66 +83,85 @@ impl Quiet {
             }),
         }
     }
-
-    /// Is this lean line quiet? `key` is set to where it names its client.
-    pub fn quiet(&self, seen: &Seen<'_>, key: &mut KeyShape) -> bool {
-        let f = self.facts(seen);
-        *key = f.key;
-        let hay = seen.lean.haystack();
-        f.quiet && !(f.digits && self.digits.as_ref().is_some_and(|(d, _)| d.is_match(hay)))
-    }
-
-    fn facts(&self, seen: &Seen<'_>) -> Facts {
-        thread_local! {
-            static FACTS: RefCell<ById<Facts>> = RefCell::new(ById::default());
-        }
-        if seen.id == 0 {
-            return self.find(seen);
-        }
-        let known = FACTS.with(|f| f.borrow().get(&seen.id).copied());
-        match known {
-            Some(f) if f.engine == self.id => f,
-            _ => {
-                let f = self.find(seen);
-                FACTS.with(|facts| {
-                    let mut facts = facts.borrow_mut();
-                    if facts.len() >= MAX_FACTS {
-                        facts.clear();
-                    }
-                    facts.insert(seen.id, f);
-                });
-                f
-            }
-        }
-    }
-
-    /// A shape's facts, from one of its lines: none of it reads a digit,
-    /// but for what `digits` leaves to each line.
-    fn find(&self, seen: &Seen<'_>) -> Facts {
-        let l = &seen.lean;
-        let hay = l.haystack();
-        let words = span_words(l.spans);
-        Facts {
-            engine: self.id,
-            quiet: !self.words.is_match(hay) && !spans_may_cue(l.spans, words),
-            digits: self
-                .digits
-                .as_ref()
-                .is_some_and(|(_, masked_digits)| masked_digits.is_match(&masked(hay))),
-            key: KeyShape::of(l, words),
-        }
-    }
 }
 
 /// What a line shape's lines are, to explain.
 #[derive(Debug, Clone, Copy)]
 struct Facts {
     engine: u64,
-    /// No literal with a long digit-free part, era wording or trigger, and
-    /// no span that bounds the era.
+    /// Below WARN, no literal with a long digit-free part, no era wording,
+    /// no span or wording that bounds the era, no alias.
     quiet: bool,
     /// A literal that is mostly digits may be there: each line's own
     /// digits decide.
     digits: bool,
     key: KeyShape,
+}
+
+impl Engine {
+    /// Is this line quiet? `key` is set to where it names its client.
+    pub(super) fn quiet(&self, seen: &Seen<'_>, key: &mut KeyShape) -> bool {
+        let f = self.facts(seen);
+        *key = f.key;
+        if !f.quiet || !f.digits {
+            return f.quiet;
+        }
+        let mut ev = Event::default();
+        if !template::read(seen.line, &mut ev) {
+            return false;
+        }
+        let full = full_text(&ev);
+        let digits = self.quiet.digits.as_ref().map(|(d, _)| d);
+        !digits.is_some_and(|d| d.is_match(literal_text(&ev, &full)))
+    }
+
+    fn facts(&self, seen: &Seen<'_>) -> Facts {
+        thread_local! {
+            static FACTS: RefCell<ById<Facts>> = RefCell::new(ById::default());
+        }
+        let known = FACTS.with(|f| f.borrow().get(&seen.id).copied());
+        if let Some(f) = known.filter(|f| f.engine == self.quiet.id) {
+            return f;
+        }
+        let mut ev = Event::default();
+        let f = if template::read(seen.line, &mut ev) {
+            self.find(&ev, seen.line)
+        } else {
+            Facts {
+                engine: self.quiet.id,
+                quiet: false,
+                digits: false,
+                key: KeyShape::Unknown,
+            }
+        };
+        FACTS.with(|facts| {
+            let mut facts = facts.borrow_mut();
+            if facts.len() >= MAX_FACTS {
+                facts.clear();
+            }
+            facts.insert(seen.id, f);
+        });
+        f
+    }
+
+    /// A shape's facts, from the event of one of its lines: none of it
+    /// reads a digit, but for what `digits` leaves to each line.
+    fn find(&self, ev: &Event<'_>, line: &str) -> Facts {
+        let full = full_text(ev);
+        let body = literal_text(ev, &full);
+        let q = &self.quiet;
+        Facts {
+            engine: q.id,
+            quiet: ev.level.is_none_or(|l| l < Level::Warn)
+                && !q.words.is_match(body)
+                && self.era_cues(era_text(ev)).next().is_none()
+                && !wording_bounds(ev)
+                && !ev.has_span("service"),
+            digits: q
+                .digits
+                .as_ref()
+                .is_some_and(|(_, masked_digits)| masked_digits.is_match(&masked(body))),
+            key: KeyShape::of(ev, line),
+        }
+    }
 }

@@ -117,11 +117,13 @@ impl EraSampler {
 }
 
 impl EraSampler {
-    /// A lean line: its format's cue; its wording, known to hold no cue,
-    /// uses up its place in the sample.
-    pub fn lean(&mut self, cue: crate::parse::era::EraCue, vote: &mut EraVote) {
+    /// A quiet line: its format's cue; its wording, known to hold no cue,
+    /// uses up its place in the sample (a proxy's line).
+    pub fn lean(&mut self, cue: crate::parse::era::EraCue, proxy: bool, vote: &mut EraVote) {
         vote.add(cue);
-        self.budget = self.budget.saturating_sub(1);
+        if proxy {
+            self.budget = self.budget.saturating_sub(1);
+        }
     }
 }
 
