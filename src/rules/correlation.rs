@@ -4,7 +4,7 @@
 //! destination a connection's earlier lines named, and matches that wait
 //! for what a block before theirs said.
 
-use super::conns::{Missing, Recent};
+use super::conns::{ConnCtx, Missing, Recent};
 use super::finding::Evidence;
 use super::group::{add_context, evidence, group_of, hit, tag_key, target_prefix, Hit};
 pub use super::group::{Acc, MAX_EVIDENCE};
@@ -17,10 +17,11 @@ use super::stats::level_index;
 pub use super::stats::{era_text, EraSampler, Stats};
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, TagKey};
+use crate::input::wrap::normalize;
 use crate::parse::component::of_target;
 use crate::parse::era::format_cue;
 use crate::parse::template::Seen;
-use crate::parse::{Event, Level, Metric, Producer, Record};
+use crate::parse::{parse_line, Event, Level, Metric, Producer, Record};
 use crate::pipeline::{Accumulator, Around, Text};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -53,12 +54,30 @@ struct Match<P = Acc> {
 /// A line whose verdict waits for what came before its block.
 #[derive(Debug, Clone)]
 struct Pending {
-    matches: Vec<Match>,
+    waiting: Waiting,
     /// The connection whose earlier lines may name what the line did not.
     ctx_of: Option<String>,
     missing: Missing,
     /// What the line adds to the unrecognised warnings if no rule wins it.
     unmatched: Option<(String, Option<Level>, Evidence)>,
+}
+
+/// What a waiting line's matches add, kept until its verdict.
+#[derive(Debug, Clone)]
+enum Waiting {
+    /// A record of one line: the line itself, read again then (to the same
+    /// event), beside what its block's look-back found (for the parts in
+    /// `named` that it did not name).
+    Line {
+        source: String,
+        n: u64,
+        raw: Box<[u8]>,
+        matches: Vec<Match<Caps>>,
+        ctx: Option<ConnCtx>,
+        named: Missing,
+    },
+    /// A record of several lines: what each match adds, made now.
+    Accs(Vec<Match>),
 }
 
 /// Per-block (and, after merging, whole-input) matching state.
@@ -163,13 +182,49 @@ impl<'e> State<'e> {
             .as_deref()
             .filter(|_| earlier)
             .and_then(|c| self.lookback.earlier(c, p.missing));
-        let mut matches = p.matches;
-        if let Some(ctx) = &ctx {
-            for m in &mut matches {
-                add_context(&mut m.acc, ctx, p.missing);
+        let explained = match p.waiting {
+            Waiting::Accs(mut matches) => {
+                if let Some(ctx) = &ctx {
+                    for m in &mut matches {
+                        add_context(&mut m.acc, ctx, p.missing);
+                    }
+                }
+                self.decide(matches, earlier, Self::take_acc)
             }
-        }
-        let explained = self.decide(matches, earlier, Self::take_acc);
+            Waiting::Line {
+                source,
+                n,
+                raw,
+                matches,
+                ctx: found,
+                named,
+            } => {
+                let arena = typed_arena::Arena::new();
+                let Some(ev) = parse_line(normalize(&raw, &arena)) else {
+                    return;
+                };
+                // The parts the block named, then those earlier blocks did.
+                let mut c = found.unwrap_or_default();
+                if let Some(e) = ctx.filter(|_| p.missing.any()) {
+                    c.dst = c.dst.or(e.dst.filter(|_| p.missing.dst));
+                    c.peer = c.peer.or(e.peer.filter(|_| p.missing.peer));
+                    c.port = c.port.or(e.port.filter(|_| p.missing.port));
+                }
+                let full = full_text(&ev);
+                self.decide(matches, earlier, |st, rule, caps| {
+                    let h = Hit {
+                        source: &source,
+                        hay: &full,
+                        line: Line::Event(&ev),
+                        n,
+                        caps: &caps,
+                        ctx: Some((&c, named)),
+                    };
+                    let group = h.group(&st.engine.rules[rule]);
+                    st.group(rule, group).add(&h);
+                })
+            }
+        };
         if let (false, Some((t, l, e))) = (explained, p.unmatched) {
             self.unmatched.add(&t, l, || e);
         }
@@ -399,7 +454,6 @@ impl<'e> State<'e> {
         if let Some(ctx) = &ctx {
             missing = missing.without(ctx);
         }
-        let ctx = ctx.as_ref().map(|c| (c, named));
         // What the connection's lines in earlier blocks said may decide the
         // line: its tags, or what neither the line nor this block named
         // (its destination, endpoint, port). Decide at merge.
@@ -412,30 +466,48 @@ impl<'e> State<'e> {
         let ctx_of = client.filter(|_| self.defer && missing.any());
         if tags_wait || (ctx_of.is_some() && self.waiting_for_context < MAX_PENDING) {
             self.waiting_for_context += u32::from(!tags_wait);
-            let matches = matches
-                .into_iter()
-                .map(|m| Match {
-                    rule: m.rule,
-                    tags_of: m.tags_of,
-                    tags: m.tags,
-                    acc: hit(&Hit {
-                        source,
-                        hay,
-                        line,
-                        n,
-                        caps: &m.acc,
-                        ctx,
-                    }),
-                })
-                .collect();
+            // A record of one line is kept as its line, to be read again:
+            // lighter than what its matches would add, made now.
+            let raw = ev
+                .filter(|e| e.lines == 1 && e.continuation.is_none())
+                .and_then(|_| self.lookback.raw_line(n, around));
+            let waiting = match raw {
+                Some(raw) => Waiting::Line {
+                    source: source.to_string(),
+                    n,
+                    raw: raw.into(),
+                    matches,
+                    ctx,
+                    named,
+                },
+                None => Waiting::Accs(
+                    matches
+                        .into_iter()
+                        .map(|m| Match {
+                            rule: m.rule,
+                            tags_of: m.tags_of,
+                            tags: m.tags,
+                            acc: hit(&Hit {
+                                source,
+                                hay,
+                                line,
+                                n,
+                                caps: &m.acc,
+                                ctx: ctx.as_ref().map(|c| (c, named)),
+                            }),
+                        })
+                        .collect(),
+                ),
+            };
             self.pending.push(Pending {
-                matches,
+                waiting,
                 ctx_of: ctx_of.map(str::to_string),
                 missing,
                 unmatched: unmatched.map(|u| u()),
             });
             return;
         }
+        let ctx = ctx.as_ref().map(|c| (c, named));
         let won = self.decide(matches, true, |st, rule, caps| {
             let h = Hit {
                 source,

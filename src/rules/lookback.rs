@@ -416,6 +416,15 @@ impl Lookback {
         }
     }
 
+    /// The text of line `line` of this block, as read.
+    pub fn raw_line<'d>(&mut self, line: u64, around: &Around<'d>) -> Option<&'d [u8]> {
+        let Lookback::Blocks { block, .. } = self else {
+            return None;
+        };
+        let j = line.checked_sub(around.first_line)? as usize;
+        Some(block.text(j, around.data))
+    }
+
     pub fn end_block(&mut self, t: &Arc<Text>) {
         if let Lookback::Blocks { text, .. } = self {
             *text = Some(Arc::clone(t));
