@@ -171,4 +171,22 @@ if pairs:
     print("|---|---|---|")
     for a, b in pairs:
         print(f"| {a} | {b} | {ratio(a, b):.2f} |")
+
+# The throughput goals (issue 17), each a ratio to a baseline in this run.
+goals = [
+    (f"lpa explain -j{threads}", "wc -l", 5.0),
+    (f"lpa summarize -j{threads}", "wc -l", 8.0),
+    (f"lpa parse -j{threads}", "wc -l", 12.0),
+    ("lpa explain (json)", "hl -P -l warn (json)", 0.5),
+    ("lpa summarize (json)", "hl -P (json)", 0.5),
+]
+print()
+print("| goal | measured | met |")
+print("|---|---|---|")
+for a, b, bound in goals:
+    if a in times and b in times:
+        r = ratio(a, b)
+        print(f"| {a} ≤ {bound:g} × {b} | {r:.2f} | {'yes' if r <= bound else 'no'} |")
+worst = max(rss[label] for label, _, _ in cmds if label.startswith("lpa")) / 1024
+print(f"| lpa peak RSS ≤ 64 MiB | {worst:.1f} MiB | {'yes' if worst <= 64 else 'no'} |")
 PY

@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Shapes' facts kept per thread before starting over.
-const MAX_FACTS: usize = 4096;
+const MAX_FACTS: usize = 16384;
 /// A digit-free part of a literal shorter than this is too common a
 /// wording to stand for it: the literal is looked for, digits and all.
 const MIN_RUN: usize = 4;
