@@ -256,12 +256,13 @@ where
                 }
             })?;
         }
-        // Blocks in flight, oldest first, one per worker (as many as
-        // memory is measured for: explain's state can be many times its
-        // block): while the oldest is merged, the others go on.
-        let mut window = std::collections::VecDeque::with_capacity(threads);
+        // Blocks in flight, oldest first, two per worker: while the oldest
+        // is merged, each worker has the next block queued and never waits
+        // for the merge (explain of 256 MB, 2 threads: 0.72 -> 0.64 s); peak
+        // RSS on 1 GiB is unchanged.
+        let mut window = std::collections::VecDeque::with_capacity(2 * threads);
         let result = loop {
-            while window.len() < threads {
+            while window.len() < 2 * threads {
                 let Ok(t) = text_rx.recv() else {
                     break;
                 };
