@@ -33,9 +33,13 @@ pub struct Quiet {
     /// For each literal, its longest digit-free part (in any case): a text
     /// without any holds none of the literals with such a part.
     words: AhoCorasick,
-    /// The literals with no long digit-free part, as they are and with
-    /// their digits masked.
-    digits: Option<(AhoCorasick, AhoCorasick)>,
+    /// The literals with no long digit-free part, with their digits
+    /// masked: searched once per shape.
+    digits: Option<AhoCorasick>,
+    /// The same literals as they are, searched in the lines of a shape
+    /// that could hold them; none when one holds what joins a JSON event's
+    /// message and fields (then such lines are never quiet).
+    in_line: Option<AhoCorasick>,
 }
 
 fn longest_run(s: &str) -> &str {
@@ -65,22 +69,23 @@ impl Quiet {
         }
         // Searched once per shape, not per line: an automaton quick to
         // build rather than one quick to run.
-        let build = |pats: Vec<String>| {
+        let build = |pats: Vec<String>, kind| {
             AhoCorasickBuilder::new()
                 .ascii_case_insensitive(true)
-                .kind(Some(AhoCorasickKind::ContiguousNFA))
+                .kind(kind)
                 .build(pats)
                 .expect("literals compile")
         };
+        let nfa = Some(AhoCorasickKind::ContiguousNFA);
+        let joins = |d: &&str| d.contains([' ', '=', '\n']);
         Quiet {
             id: IDS.fetch_add(1, Ordering::Relaxed),
-            words: build(words.into_iter().map(str::to_string).collect()),
-            digits: (!digits.is_empty()).then(|| {
-                (
-                    build(digits.iter().map(|d| d.to_string()).collect()),
-                    build(digits.iter().map(|d| masked(d)).collect()),
-                )
-            }),
+            words: build(words.into_iter().map(str::to_string).collect(), nfa),
+            digits: (!digits.is_empty())
+                .then(|| build(digits.iter().map(|d| masked(d)).collect(), nfa)),
+            // Few literals, searched in many lines: the fastest automaton.
+            in_line: (!digits.iter().any(joins))
+                .then(|| build(digits.iter().map(|d| d.to_string()).collect(), None)),
         }
     }
 }
@@ -106,13 +111,13 @@ impl Engine {
         if !f.quiet || !f.digits {
             return f.quiet;
         }
-        let mut ev = Event::default();
-        if !template::read(seen.line, &mut ev) {
-            return false;
-        }
-        let full = full_text(&ev);
-        let digits = self.quiet.digits.as_ref().map(|(d, _)| d);
-        !digits.is_some_and(|d| d.is_match(literal_text(&ev, &full)))
+        // The line's body holds the text its event's literals are looked
+        // for in (for JSON, message and fields, joined by what no literal
+        // searched here holds).
+        self.quiet
+            .in_line
+            .as_ref()
+            .is_some_and(|d| !d.is_match(seen.body))
     }
 
     fn facts(&self, seen: &Seen<'_>) -> Facts {
@@ -160,7 +165,7 @@ impl Engine {
             digits: q
                 .digits
                 .as_ref()
-                .is_some_and(|(_, masked_digits)| masked_digits.is_match(&masked(body))),
+                .is_some_and(|masked_digits| masked_digits.is_match(&masked(body))),
             key: KeyShape::of(ev, line),
         }
     }
