@@ -122,6 +122,25 @@ fn context_comes_from_earlier_lines_of_any_format() {
     }
 }
 
+/// A literal with a digit (`status=431`) in a line whose shape's first
+/// lines lack it, plain and JSON: the line is read, not counted quiet.
+#[test]
+fn a_literal_with_digits_is_found_in_any_line_of_a_shape() {
+    let plain = |status: u32| format!("[     1.{status:06}s] DEBUG ThreadId(01) inbound:accept{{client.addr=10.0.0.7:1234 target.addr=10.0.0.1:4143}}: linkerd_app_core::errors: Handling error with HTTP response status={status} version=HTTP/1.1");
+    let json = |status: u32| format!(r#"{{"timestamp":"[     1.{status:06}s]","level":"DEBUG","fields":{{"message":"Handling error with HTTP response","status":"{status}","version":"HTTP/1.1"}},"target":"linkerd_app_core::errors","spans":[{{"name":"inbound"}}],"threadId":"ThreadId(1)"}}"#);
+    let (fast, slow) = (engine(true), engine(false));
+    for line in [&plain as &dyn Fn(u32) -> String, &json] {
+        let mut log = String::new();
+        for status in [200, 503, 404, 431, 200] {
+            log += &line(status);
+            log.push('\n');
+        }
+        let want = report("digits.log", log.as_bytes(), 1 << 30, &slow);
+        assert!(want.contains("http.header-too-large"), "{want}");
+        assert_eq!(report("digits.log", log.as_bytes(), 1 << 30, &fast), want);
+    }
+}
+
 /// Looking back (blocks) and remembering every line (a whole input read in
 /// order, as follow mode does) agree on every corpus log.
 #[test]

@@ -309,10 +309,6 @@ impl Shape {
                 .target
                 .map_or("", |r| &line[r.0 as usize..r.1 as usize]),
             cut: self.cut,
-            body: match self.body {
-                (a, b) if a < b => &line[a as usize..b as usize],
-                _ => line,
-            },
             line,
         }
     }
@@ -352,9 +348,6 @@ pub struct Seen<'a> {
     /// Its event looks cut (the tokenizer holds it for the next line to
     /// continue).
     pub cut: bool,
-    /// The text after the target, or the whole line when there is none
-    /// (JSON): all of the line but its head.
-    pub body: &'a str,
     pub line: &'a str,
 }
 

@@ -5,11 +5,11 @@
 //!
 //! What makes a line quiet is decided once per line shape
 //! ([`template`](crate::parse::template)), from the event of the first line
-//! of the shape, where it reads no digit; per line where it does: the few
-//! literals whose wording is mostly digits (`431`) are looked for in each
-//! line of a shape whose masked text could hold them.
+//! of the shape, where it reads no digit; per line where it does: the
+//! literals with a digit (`status=431`) are looked for in each line of a
+//! shape whose masked text could hold one.
 
-use super::correlation::{full_text, literal_text};
+use super::correlation::{full_text, literal_pieces, literal_text};
 use super::lookback::KeyShape;
 use super::matching::Engine;
 use super::stats::era_text;
@@ -22,30 +22,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Shapes' facts kept per thread before starting over.
 const MAX_FACTS: usize = 16384;
-/// A digit-free part of a literal shorter than this is too common a
-/// wording to stand for it: the literal is looked for, digits and all.
-const MIN_RUN: usize = 4;
 
 /// The searches that tell quiet lines, made with an engine.
 pub struct Quiet {
     /// Tells which engine a shape's facts were found with.
     id: u64,
-    /// For each literal, its longest digit-free part (in any case): a text
-    /// without any holds none of the literals with such a part.
+    /// The literals without a digit (in any case): a text without any
+    /// holds none of them, whatever its digits.
     words: AhoCorasick,
-    /// The literals with no long digit-free part, with their digits
-    /// masked: searched once per shape.
+    /// The literals with a digit, their digits masked: a shape whose
+    /// masked text holds none has no line that holds one of them.
     digits: Option<AhoCorasick>,
-    /// The same literals as they are, searched in the lines of a shape
-    /// that could hold them; none when one holds what joins a JSON event's
-    /// message and fields (then such lines are never quiet).
-    in_line: Option<AhoCorasick>,
-}
-
-fn longest_run(s: &str) -> &str {
-    s.split(|c: char| c.is_ascii_digit())
-        .max_by_key(|r| r.len())
-        .unwrap_or("")
+    /// The literals with a digit as they are, in the same order.
+    digit_literals: Vec<String>,
 }
 
 fn masked(s: &str) -> String {
@@ -58,87 +47,80 @@ impl Quiet {
     /// For `literals`: the rules' and the era cues' wording.
     pub fn new<'a>(literals: impl Iterator<Item = &'a str>) -> Quiet {
         static IDS: AtomicU64 = AtomicU64::new(1);
-        let (mut words, mut digits) = (Vec::new(), Vec::new());
-        for l in literals {
-            let run = longest_run(l);
-            if run.len() >= MIN_RUN || run.len() == l.len() {
-                words.push(run);
-            } else {
-                digits.push(l);
-            }
-        }
-        // Searched once per shape, not per line: an automaton quick to
-        // build rather than one quick to run.
-        let build = |pats: Vec<String>, kind| {
+        let (digits, words): (Vec<&str>, Vec<&str>) =
+            literals.partition(|l| l.bytes().any(|b| b.is_ascii_digit()));
+        // Searched once per shape, not per line: automata quick to build
+        // rather than quick to run.
+        let build = |pats: Vec<String>| {
             AhoCorasickBuilder::new()
                 .ascii_case_insensitive(true)
-                .kind(kind)
+                .kind(Some(AhoCorasickKind::ContiguousNFA))
                 .build(pats)
                 .expect("literals compile")
         };
-        let nfa = Some(AhoCorasickKind::ContiguousNFA);
-        let joins = |d: &&str| d.contains([' ', '=', '\n']);
         Quiet {
             id: IDS.fetch_add(1, Ordering::Relaxed),
-            words: build(words.into_iter().map(str::to_string).collect(), nfa),
-            digits: (!digits.is_empty())
-                .then(|| build(digits.iter().map(|d| masked(d)).collect(), nfa)),
-            // Few literals, searched in many lines: the fastest automaton.
-            in_line: (!digits.iter().any(joins))
-                .then(|| build(digits.iter().map(|d| d.to_string()).collect(), None)),
+            words: build(words.iter().map(|w| w.to_string()).collect()),
+            digits: (!digits.is_empty()).then(|| build(digits.iter().map(|d| masked(d)).collect())),
+            digit_literals: digits.iter().map(|d| d.to_string()).collect(),
         }
     }
 }
 
 /// What a line shape's lines are, to explain.
-#[derive(Debug, Clone, Copy)]
 struct Facts {
     engine: u64,
-    /// Below WARN, no literal with a long digit-free part, no era wording,
-    /// no span or wording that bounds the era, no alias.
+    /// Below WARN, no literal without a digit, no era wording, no span or
+    /// wording that bounds the era, no alias.
     quiet: bool,
-    /// A literal that is mostly digits may be there: each line's own
-    /// digits decide.
-    digits: bool,
+    /// Where a literal with a digit could be: each line's own digits
+    /// decide (where in the line, and the literal's digit there).
+    digits: Box<[Box<[(u32, u8)]>]>,
     key: KeyShape,
+}
+
+impl Facts {
+    /// Is a line of the shape quiet? A literal with a digit is where the
+    /// shape could hold one when the line's digits there are the literal's.
+    fn quiet(&self, line: &[u8]) -> bool {
+        self.quiet
+            && !self
+                .digits
+                .iter()
+                .any(|c| c.iter().all(|&(at, d)| line.get(at as usize) == Some(&d)))
+    }
 }
 
 impl Engine {
     /// Is this line quiet? `key` is set to where it names its client.
     pub(super) fn quiet(&self, seen: &Seen<'_>, key: &mut KeyShape) -> bool {
-        let f = self.facts(seen);
-        *key = f.key;
-        if !f.quiet || !f.digits {
-            return f.quiet;
-        }
-        // The line's body holds the text its event's literals are looked
-        // for in (for JSON, message and fields, joined by what no literal
-        // searched here holds).
-        self.quiet
-            .in_line
-            .as_ref()
-            .is_some_and(|d| !d.is_match(seen.body))
-    }
-
-    fn facts(&self, seen: &Seen<'_>) -> Facts {
         thread_local! {
             static FACTS: RefCell<ById<Facts>> = RefCell::new(ById::default());
         }
-        let known = FACTS.with(|f| f.borrow().get(&seen.id).copied());
-        if let Some(f) = known.filter(|f| f.engine == self.quiet.id) {
-            return f;
+        let line = seen.line.as_bytes();
+        let id = self.quiet.id;
+        let answer = FACTS.with(|f| {
+            let f = f.borrow();
+            let f = f.get(&seen.id).filter(|f| f.engine == id)?;
+            Some((f.key, f.quiet(line)))
+        });
+        if let Some((k, quiet)) = answer {
+            *key = k;
+            return quiet;
         }
         let mut ev = Event::default();
         let f = if template::read(seen.line, &mut ev) {
             self.find(&ev, seen.line)
         } else {
             Facts {
-                engine: self.quiet.id,
+                engine: id,
                 quiet: false,
-                digits: false,
+                digits: Box::default(),
                 key: KeyShape::Unknown,
             }
         };
+        *key = f.key;
+        let quiet = f.quiet(line);
         FACTS.with(|facts| {
             let mut facts = facts.borrow_mut();
             if facts.len() >= MAX_FACTS {
@@ -146,27 +128,58 @@ impl Engine {
             }
             facts.insert(seen.id, f);
         });
-        f
+        quiet
     }
 
     /// A shape's facts, from the event of one of its lines: none of it
-    /// reads a digit, but for what `digits` leaves to each line.
+    /// reads a digit, but for where `digits` says.
     fn find(&self, ev: &Event<'_>, line: &str) -> Facts {
         let full = full_text(ev);
         let body = literal_text(ev, &full);
         let q = &self.quiet;
+        let mut quiet = ev.level.is_none_or(|l| l < Level::Warn)
+            && !q.words.is_match(body)
+            && self.era_cues(era_text(ev)).next().is_none()
+            && !wording_bounds(ev)
+            && !ev.has_span("service");
+        let mut digits = Vec::new();
+        if let (true, Some(masked_digits)) = (quiet, &q.digits) {
+            // The texts literals are looked for in, with where in the line
+            // each byte is (joins are not in it, and hold no digit).
+            let mut texts = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+            let add = |(masked, at): &mut (Vec<u8>, Vec<Option<u32>>), p: &str| {
+                let start = offset_in(line, p);
+                for (i, b) in p.bytes().enumerate() {
+                    masked.push(if b.is_ascii_digit() { b'0' } else { b });
+                    at.push(start.map(|s| (s + i) as u32));
+                }
+            };
+            literal_pieces(ev, |p| add(&mut texts[0], p));
+            add(&mut texts[1], era_text(ev));
+            for (masked, at) in &texts {
+                for m in masked_digits.find_overlapping_iter(masked) {
+                    let lit = q.digit_literals[m.pattern().as_usize()].as_bytes();
+                    let check: Option<Box<[(u32, u8)]>> = (0..lit.len())
+                        .filter(|i| lit[*i].is_ascii_digit())
+                        .map(|i| Some((at[m.start() + i]?, lit[i])))
+                        .collect();
+                    // A digit not sliced from the line cannot be checked.
+                    quiet &= check.is_some();
+                    digits.extend(check);
+                }
+            }
+        }
         Facts {
             engine: q.id,
-            quiet: ev.level.is_none_or(|l| l < Level::Warn)
-                && !q.words.is_match(body)
-                && self.era_cues(era_text(ev)).next().is_none()
-                && !wording_bounds(ev)
-                && !ev.has_span("service"),
-            digits: q
-                .digits
-                .as_ref()
-                .is_some_and(|masked_digits| masked_digits.is_match(&masked(body))),
+            quiet,
+            digits: digits.into(),
             key: KeyShape::of(ev, line),
         }
     }
+}
+
+/// Where `part` starts in `line`, when it is a slice of it.
+fn offset_in(line: &str, part: &str) -> Option<usize> {
+    let (l, p) = (line.as_ptr() as usize, part.as_ptr() as usize);
+    (p >= l && p + part.len() <= l + line.len()).then(|| p - l)
 }
