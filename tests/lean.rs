@@ -126,8 +126,14 @@ fn context_comes_from_earlier_lines_of_any_format() {
 /// lines lack it, plain and JSON: the line is read, not counted quiet.
 #[test]
 fn a_literal_with_digits_is_found_in_any_line_of_a_shape() {
-    let plain = |status: u32| format!("[     1.{status:06}s] DEBUG ThreadId(01) inbound:accept{{client.addr=10.0.0.7:1234 target.addr=10.0.0.1:4143}}: linkerd_app_core::errors: Handling error with HTTP response status={status} version=HTTP/1.1");
-    let json = |status: u32| format!(r#"{{"timestamp":"[     1.{status:06}s]","level":"DEBUG","fields":{{"message":"Handling error with HTTP response","status":"{status}","version":"HTTP/1.1"}},"target":"linkerd_app_core::errors","spans":[{{"name":"inbound"}}],"threadId":"ThreadId(1)"}}"#);
+    let plain = |status: u32| {
+        format!("[     1.{status:06}s] DEBUG ThreadId(01) inbound:accept{{client.addr=10.0.0.7:1234 target.addr=10.0.0.1:4143}}: linkerd_app_core::errors: Handling error with HTTP response status={status} version=HTTP/1.1")
+    };
+    let json = |status: u32| {
+        format!(
+            r#"{{"timestamp":"[     1.{status:06}s]","level":"DEBUG","fields":{{"message":"Handling error with HTTP response","status":"{status}","version":"HTTP/1.1"}},"target":"linkerd_app_core::errors","spans":[{{"name":"inbound"}}],"threadId":"ThreadId(1)"}}"#
+        )
+    };
     let (fast, slow) = (engine(true), engine(false));
     for line in [&plain as &dyn Fn(u32) -> String, &json] {
         let mut log = String::new();

@@ -33,8 +33,21 @@ pub struct Quiet {
     /// The literals with a digit, their digits masked: a shape whose
     /// masked text holds none has no line that holds one of them.
     digits: Option<AhoCorasick>,
-    /// The literals with a digit as they are, in the same order.
-    digit_literals: Vec<String>,
+    /// The digits of each literal with a digit, in the same order: where
+    /// the first is in the literal, then where each is from it and which.
+    digit_places: Vec<(usize, Vec<(u16, u8)>)>,
+}
+
+/// The digits of `literal`: where the first is, then where each is from
+/// it and which.
+fn places(literal: &str) -> (usize, Vec<(u16, u8)>) {
+    let b = literal.as_bytes();
+    let first = b.iter().position(u8::is_ascii_digit).unwrap_or(0);
+    let places = (first..b.len())
+        .filter(|i| b[*i].is_ascii_digit())
+        .map(|i| ((i - first) as u16, b[i]))
+        .collect();
+    (first, places)
 }
 
 fn masked(s: &str) -> String {
@@ -62,7 +75,7 @@ impl Quiet {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             words: build(words.iter().map(|w| w.to_string()).collect()),
             digits: (!digits.is_empty()).then(|| build(digits.iter().map(|d| masked(d)).collect())),
-            digit_literals: digits.iter().map(|d| d.to_string()).collect(),
+            digit_places: digits.iter().map(|d| places(d)).collect(),
         }
     }
 }
@@ -73,21 +86,23 @@ struct Facts {
     /// Below WARN, no literal without a digit, no era wording, no span or
     /// wording that bounds the era, no alias.
     quiet: bool,
-    /// Where a literal with a digit could be: each line's own digits
-    /// decide (where in the line, and the literal's digit there).
-    digits: Box<[Box<[(u32, u8)]>]>,
+    /// Where a literal with a digit could be, as where in the line its
+    /// first digit would be and which literal: each line's digits decide.
+    digits: Box<[(u32, u16)]>,
     key: KeyShape,
 }
 
 impl Facts {
     /// Is a line of the shape quiet? A literal with a digit is where the
     /// shape could hold one when the line's digits there are the literal's.
-    fn quiet(&self, line: &[u8]) -> bool {
+    fn quiet(&self, line: &[u8], q: &Quiet) -> bool {
         self.quiet
-            && !self
-                .digits
-                .iter()
-                .any(|c| c.iter().all(|&(at, d)| line.get(at as usize) == Some(&d)))
+            && !self.digits.iter().any(|&(at, p)| {
+                q.digit_places[usize::from(p)]
+                    .1
+                    .iter()
+                    .all(|&(rel, d)| line.get(at as usize + usize::from(rel)) == Some(&d))
+            })
     }
 }
 
@@ -102,7 +117,7 @@ impl Engine {
         let answer = FACTS.with(|f| {
             let f = f.borrow();
             let f = f.get(&seen.id).filter(|f| f.engine == id)?;
-            Some((f.key, f.quiet(line)))
+            Some((f.key, f.quiet(line, &self.quiet)))
         });
         if let Some((k, quiet)) = answer {
             *key = k;
@@ -120,7 +135,7 @@ impl Engine {
             }
         };
         *key = f.key;
-        let quiet = f.quiet(line);
+        let quiet = f.quiet(line, &self.quiet);
         FACTS.with(|facts| {
             let mut facts = facts.borrow_mut();
             if facts.len() >= MAX_FACTS {
@@ -158,16 +173,24 @@ impl Engine {
             add(&mut texts[1], era_text(ev));
             for (masked, at) in &texts {
                 for m in masked_digits.find_overlapping_iter(masked) {
-                    let lit = q.digit_literals[m.pattern().as_usize()].as_bytes();
-                    let check: Option<Box<[(u32, u8)]>> = (0..lit.len())
-                        .filter(|i| lit[*i].is_ascii_digit())
-                        .map(|i| Some((at[m.start() + i]?, lit[i])))
-                        .collect();
-                    // A digit not sliced from the line cannot be checked.
-                    quiet &= check.is_some();
-                    digits.extend(check);
+                    let p = m.pattern().as_usize();
+                    let (first, places) = &q.digit_places[p];
+                    let base = m.start() + first;
+                    // Its digits are as far from the first in the line,
+                    // unless a join (JSON) or a copy is between them.
+                    let start = at[base].filter(|s| {
+                        places
+                            .iter()
+                            .all(|(rel, _)| at[base + *rel as usize] == Some(s + u32::from(*rel)))
+                    });
+                    match (start, u16::try_from(p)) {
+                        (Some(s), Ok(p)) => digits.push((s, p)),
+                        _ => quiet = false,
+                    }
                 }
             }
+            digits.sort_unstable();
+            digits.dedup();
         }
         Facts {
             engine: q.id,
