@@ -34,28 +34,36 @@ fn engine() -> Engine {
 
 /// An error line that names only its client connection takes the
 /// destination and endpoint from the connection's earlier line, also when
-/// that line is in an earlier block.
+/// that line is in an earlier block, and in any format: a JSON line's spans
+/// are spelt unlike the plain format's, and must not be skipped by the
+/// plain spellings.
 #[test]
 fn a_connection_keeps_its_destination_across_blocks() {
-    let mut log = String::from("[     1.000000s] DEBUG ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}:proxy{addr=10.96.0.10:80}:logical{dst=web.default.svc.cluster.local:80}:concrete{addr=web.default.svc.cluster.local:80}:endpoint{addr=10.1.2.3:8080}: linkerd_proxy_transport::connect: Connecting\n");
-    for i in 0..40 {
-        log +=
-            &format!("[     1.{i:06}s]  INFO ThreadId(01) linkerd2_proxy::rt: filler line {i}\n");
-    }
-    log += "[     2.000000s]  WARN ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}: linkerd_app_core::errors::respond: Failed to proxy request: error trying to connect: Connection refused (os error 111)\n";
+    let plain = "[     1.000000s] DEBUG ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}:proxy{addr=10.96.0.10:80}:logical{dst=web.default.svc.cluster.local:80}:concrete{addr=web.default.svc.cluster.local:80}:endpoint{addr=10.1.2.3:8080}: linkerd_proxy_transport::connect: Connecting";
+    let json = r#"{"timestamp":"[     1.000000s]","level":"DEBUG","fields":{"message":"Connecting"},"target":"linkerd_proxy_transport::connect","spans":[{"name":"outbound"},{"client.addr":"10.0.0.9:40000","name":"accept"},{"dst":"web.default.svc.cluster.local:80","name":"logical"},{"addr":"10.1.2.3:8080","name":"endpoint"}],"threadId":"ThreadId(1)"}"#;
     let engine = engine();
-    let whole = report_of("ctx.log", log.as_bytes(), 1 << 30, &engine);
-    assert!(
-        whole.contains("\"web.default.svc.cluster.local:80\""),
-        "{whole}"
-    );
-    assert!(whole.contains("\"10.1.2.3:8080\""), "{whole}");
-    for size in [200, 1000] {
-        assert_eq!(
-            report_of("ctx.log", log.as_bytes(), size, &engine),
-            whole,
-            "blocks of {size}"
+    for first in [plain, json] {
+        let mut log = format!("{first}\n");
+        for i in 0..40 {
+            log += &format!(
+                "[     1.{i:06}s]  INFO ThreadId(01) linkerd2_proxy::rt: filler line {i}\n"
+            );
+            log += &format!("[     1.{i:06}s] DEBUG ThreadId(01) inbound:accept{{client.addr=10.0.0.7:{i} target.addr=10.0.0.1:4143}}: linkerd_app_core::serve: Connection closed\n");
+        }
+        log += "[     2.000000s]  WARN ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}: linkerd_app_core::errors::respond: Failed to proxy request: error trying to connect: Connection refused (os error 111)\n";
+        let whole = report_of("ctx.log", log.as_bytes(), 1 << 30, &engine);
+        assert!(
+            whole.contains("\"web.default.svc.cluster.local:80\""),
+            "{whole}"
         );
+        assert!(whole.contains("\"10.1.2.3:8080\""), "{whole}");
+        for size in [200, 1000] {
+            assert_eq!(
+                report_of("ctx.log", log.as_bytes(), size, &engine),
+                whole,
+                "blocks of {size}"
+            );
+        }
     }
 }
 

@@ -91,37 +91,6 @@ fn quiet_lines_are_counted_as_their_events_would_be() {
     }
 }
 
-/// A connection's earlier lines name what its error line does not, in any
-/// format: a JSON line's spans are spelt unlike the plain format's, and must
-/// not be skipped by the plain spellings.
-#[test]
-fn context_comes_from_earlier_lines_of_any_format() {
-    let json = r#"{"timestamp":"[     1.000000s]","level":"DEBUG","fields":{"message":"Connecting"},"target":"linkerd_proxy_transport::connect","spans":[{"name":"outbound"},{"client.addr":"10.0.0.9:40000","name":"accept"},{"dst":"web.default.svc.cluster.local:80","name":"logical"},{"addr":"10.1.2.3:8080","name":"endpoint"}],"threadId":"ThreadId(1)"}"#;
-    let filler = "[     1.500000s] DEBUG ThreadId(01) inbound:accept{client.addr=10.0.0.7:1234 target.addr=10.0.0.1:4143}: linkerd_app_core::serve: Connection closed";
-    let error = "[     2.000000s]  WARN ThreadId(01) outbound:accept{client.addr=10.0.0.9:40000}: linkerd_app_core::errors::respond: Failed to proxy request: error trying to connect: Connection refused (os error 111)";
-    let mut log = format!("{json}\n");
-    for _ in 0..50 {
-        log += filler;
-        log.push('\n');
-    }
-    log += error;
-    log.push('\n');
-    let e = engine(true);
-    let whole = report("ctx.log", log.as_bytes(), 1 << 30, &e);
-    assert!(
-        whole.contains("\"web.default.svc.cluster.local:80\""),
-        "{whole}"
-    );
-    assert!(whole.contains("\"10.1.2.3:8080\""), "{whole}");
-    for size in [300, 2000] {
-        assert_eq!(
-            report("ctx.log", log.as_bytes(), size, &e),
-            whole,
-            "blocks of {size}"
-        );
-    }
-}
-
 /// A literal with a digit (`status=431`) in a line whose shape's first
 /// lines lack it, plain and JSON: the line is read, not counted quiet.
 #[test]
