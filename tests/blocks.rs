@@ -3,6 +3,8 @@
 //! few hundred bytes, where most connections start in one block and fail in
 //! another (their tags and destinations must carry across).
 
+mod common;
+
 use lpa::input::Source;
 use lpa::pipeline::Options;
 use lpa::rules::{self, engine::Engine};
@@ -73,13 +75,7 @@ fn a_connection_keeps_its_destination_across_blocks() {
 #[test]
 fn metrics_reports_do_not_depend_on_block_boundaries() {
     let engine = &engine();
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/metrics");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "prom"))
-        .collect();
-    files.sort();
+    let files = common::files("corpus/metrics", "prom");
     assert!(files.len() > 10);
     for f in &files {
         // The snapshot after its log, as one stream.
@@ -101,13 +97,7 @@ fn metrics_reports_do_not_depend_on_block_boundaries() {
 #[test]
 fn reports_do_not_depend_on_block_boundaries() {
     let engine = &engine();
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/scenarios");
-    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    logs.sort();
+    let logs = common::files("corpus/scenarios", "log");
     assert!(logs.len() > 20);
     let mut differ = Vec::new();
     for log in &logs {

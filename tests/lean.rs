@@ -7,12 +7,13 @@
 #[allow(dead_code)]
 mod gen;
 
+mod common;
+
 use lpa::input::Source;
 use lpa::parse::{template, Event};
 use lpa::pipeline::{process_block, Options};
 use lpa::rules::{self, engine::Engine};
 use proptest::prelude::*;
-use std::path::PathBuf;
 
 fn engine(quiet: bool) -> Engine {
     let mut e = Engine::new(rules::load(&[]).unwrap());
@@ -36,14 +37,7 @@ fn report(name: &str, data: &[u8], block: usize, engine: &Engine) -> String {
 }
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("corpus/scenarios");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    files.sort();
-    files
+    common::files("corpus/scenarios", "log")
         .into_iter()
         .map(|f| (f.display().to_string(), std::fs::read(&f).unwrap()))
         .collect()

@@ -8,27 +8,18 @@ use lpa::report::style::Style;
 use lpa::report::summary::{self, Summary, SummaryAcc};
 use lpa::rules::engine::Engine;
 use lpa::{input, pipeline, triage};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 mod common;
+
+use common::files;
 
 use common::LPA;
 
 fn lpa(args: &[&str], stdin: &str) -> String {
     let out = common::run(args, "80", stdin);
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .collect();
-    v.sort();
-    v
 }
 
 /// `1` followed (maybe after one word) by a plural noun.
