@@ -104,6 +104,9 @@ struct Shape {
     message: Option<R>,
     fields: Vec<(R, R)>,
     cut: bool,
+    /// Where a JSON line's numbers of several integer digits start
+    /// ([`leading_digits`]).
+    leads: Vec<u16>,
 }
 
 #[derive(Default)]
@@ -173,6 +176,7 @@ impl Shape {
     /// reading cannot be sliced from another line's.
     fn read<'a>(line: &'a str, ev: &mut Event<'a>) -> Option<Option<Shape>> {
         let b = line.as_bytes();
+        let mut leads = Some(Vec::new());
         let (clock, kept) = if b.first() == Some(&b'[') {
             let (_, _, rest) = head(line)?;
             super::plain::proxy_plain(line, ev)?;
@@ -191,9 +195,8 @@ impl Shape {
             (clock, !rooted)
         } else {
             // A JSON line that `unwrap` and `normalize` leave whole (it
-            // ends with its brace) and that is valid JSON for any digits:
-            // no escapes (whose hex digits are characters) and no numbers
-            // (`012` is not one).
+            // ends with its brace), without escapes (whose hex digits are
+            // characters), and whose numbers are told apart from `012`.
             if b.first() != Some(&b'{') || b.last() != Some(&b'}') {
                 return None;
             }
@@ -207,9 +210,10 @@ impl Shape {
                 (true, None) => json_uptime(line).map(Clock::Uptime),
                 (false, None) => Some(Clock::None),
             };
+            leads = leading_digits(b);
             (
                 clock,
-                tracing && memchr(b'\\', b).is_none() && !digit_outside_strings(b),
+                tracing && memchr(b'\\', b).is_none() && leads.is_some(),
             )
         };
         ev.component = super::component::of(ev);
@@ -250,9 +254,17 @@ impl Shape {
                 message: opt(&ev.message)?,
                 fields: ev.fields.iter().map(pair).collect::<Option<_>>()?,
                 cut: ev.cut,
+                leads: leads?,
             })
         })();
         Some(shape)
+    }
+
+    /// Is `line`, of this shape's masked text, read as its first line was?
+    /// Not when one of its numbers is not one (`012`).
+    fn reads(&self, line: &str) -> bool {
+        let b = line.as_bytes();
+        self.leads.iter().all(|p| b[usize::from(*p)] != b'0')
     }
 
     fn fill<'a>(&self, line: &'a str, ev: &mut Event<'a>) -> bool {
@@ -322,14 +334,28 @@ fn json_uptime(line: &str) -> Option<R> {
     Some((u16::try_from(start).ok()?, u16::try_from(start + len).ok()?))
 }
 
-/// Does a JSON text hold a digit outside its strings (a number)? For a
-/// text without escapes: every quote opens or closes a string.
-fn digit_outside_strings(b: &[u8]) -> bool {
+/// Where each number of a JSON text has an integer part of several digits,
+/// at its first: a line of the same masked text is JSON only where none of
+/// those is `0` (`012` is not a number; other digits never make a line
+/// more or less JSON). For a text without escapes: every quote opens or
+/// closes a string, and a digit outside strings is in a number.
+fn leading_digits(b: &[u8]) -> Option<Vec<u16>> {
     let mut in_string = false;
-    b.iter().any(|c| {
+    let mut leads = Vec::new();
+    for (i, c) in b.iter().enumerate() {
         in_string ^= *c == b'"';
-        !in_string && c.is_ascii_digit()
-    })
+        if in_string || !c.is_ascii_digit() || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            continue;
+        }
+        // Not a fraction's or an exponent's digits, nor the integer part's
+        // later ones.
+        let sign = i > 0 && b[i - 1] == b'-';
+        let before = b.get((i - usize::from(sign)).wrapping_sub(1));
+        if !before.is_some_and(|p| matches!(p, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')) {
+            leads.push(u16::try_from(i).ok()?);
+        }
+    }
+    Some(leads)
 }
 
 /// What a pass that counts lines without their events needs of a line a
@@ -368,9 +394,13 @@ fn with_shape<'a, T>(
         let c = &mut *c;
         let h = mask(line.as_bytes(), &mut c.masked);
         if let Some(s) = c.young.get(&h).filter(|s| *s.key == c.masked[..]) {
-            return Some(hit(s, ev));
+            return s.reads(line).then(|| hit(s, ev));
         }
-        let old = c.old.remove(&h).filter(|s| *s.key == c.masked[..]);
+        let in_old = c.old.get(&h).filter(|s| *s.key == c.masked[..]);
+        if in_old.is_some_and(|s| !s.reads(line)) {
+            return None;
+        }
+        let old = in_old.is_some().then(|| c.old.remove(&h)).flatten();
         let (shape, fresh) = match old {
             Some(s) => (s, false),
             None => {
@@ -429,6 +459,33 @@ mod tests {
             .collect();
         assert_eq!(masked(&all), want);
         assert_eq!(masked("é9ü"), "é0ü");
+    }
+
+    /// A JSON line whose masked text is a known shape's, but one of whose
+    /// numbers is not one (`017`, `-05`), is not read through the shape
+    /// (nor is it JSON); its other numbers, fractions and exponents are.
+    #[test]
+    fn a_json_number_that_is_not_one_is_not_read_through_its_shape() {
+        let line = |sz: &str, n: &str| {
+            format!(
+                r#"{{"timestamp":"[     1.000000s]","level":"DEBUG","fields":{{"message":"Peeked bytes","sz":{sz},"n":{n}}},"target":"linkerd_tls::server","spans":[{{"name":"inbound"}}],"threadId":"ThreadId(1)"}}"#
+            )
+        };
+        let field = |ev: &Event<'_>, key: &str| {
+            let (_, v) = ev.fields.iter().find(|(k, _)| k == key).unwrap();
+            v.to_string()
+        };
+        for (sz, n) in [("517", "-25"), ("912", "-90"), ("100", "1.05e-07")] {
+            let l = line(sz, n);
+            let mut ev = Event::default();
+            assert!(read(&l, &mut ev), "{l}");
+            assert_eq!((field(&ev, "sz"), field(&ev, "n")), (sz.into(), n.into()));
+        }
+        for (sz, n) in [("017", "-25"), ("517", "-05"), ("000", "0.05e-07")] {
+            let l = line(sz, n);
+            assert!(!read(&l, &mut Event::default()), "{l}");
+            assert!(super::super::json::parse(&l, &mut Event::default()).is_none());
+        }
     }
 
     /// Lines of one shape read through the cache as they read alone.
