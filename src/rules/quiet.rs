@@ -5,9 +5,9 @@
 //!
 //! What makes a line quiet is decided once per line shape
 //! ([`template`](crate::parse::template)), from the event of the first line
-//! of the shape, where it reads no digit; per line where it does: the
-//! literals with a digit (`status=431`) are looked for in each line of a
-//! shape whose masked text could hold one.
+//! of the shape, where it reads no digit; per line where it does: where the
+//! shape's masked text could hold a literal with a digit (`status=431`),
+//! each line's digits are compared with the literal's.
 
 use super::correlation::{full_text, literal_pieces, literal_text};
 use super::lookback::KeyShape;
