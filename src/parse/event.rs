@@ -430,6 +430,10 @@ pub struct Event<'a> {
     pub metric: Option<Metric<'a>>,
     /// Which span names it holds, made at the first look-up.
     pub span_names: SpanNames,
+    /// The id of the line shape it was read by
+    /// ([`template`](super::template)), the same in every thread; 0 when
+    /// it was read without one.
+    pub shape: u64,
 }
 
 /// The span names an event holds, as one bit per name's hash, and the span
@@ -534,6 +538,7 @@ impl<'a> Event<'a> {
             continuation: None,
             metric: None,
             span_names: SpanNames::default(),
+            shape: 0,
         }
     }
 
@@ -561,6 +566,7 @@ impl<'a> Event<'a> {
         self.continuation = None;
         self.metric = None;
         self.span_names = SpanNames::default();
+        self.shape = 0;
     }
 
     fn span_mask(&self) -> u64 {

@@ -32,6 +32,7 @@ pub fn parse_into<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
 
 /// `parse_into` without the shapes cache: for a line looked at once.
 fn parse_uncached<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
+    ev.shape = 0;
     let u = unwrap(line);
     // An application container's own output, interleaved by `--prefix` or
     // stern, is not a Linkerd log even when it looks like one (logfmt).

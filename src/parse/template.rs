@@ -22,6 +22,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Shapes kept per thread in each of the cache's two generations: a busy
 /// gateway's log has some ten thousand shapes, of which this many make up
@@ -118,8 +119,11 @@ struct Cache {
     old: ById<Shape>,
     /// The masked text of the line being looked up.
     masked: Vec<u8>,
-    next_id: u64,
 }
+
+/// Shape ids are drawn from one counter for every thread: an event read on
+/// one thread names no other thread's shape.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
@@ -407,8 +411,7 @@ fn with_shape<'a, T>(
                 let Some(mut shape) = Shape::read(line, ev)? else {
                     return Some(miss(None, ev));
                 };
-                c.next_id += 1;
-                shape.id = c.next_id;
+                shape.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
                 shape.key = c.masked.as_slice().into();
                 (shape, true)
             }
@@ -424,7 +427,16 @@ fn with_shape<'a, T>(
 /// Reads a plain or JSON line into `ev` through the cache: false for any
 /// line it does not take (the tokenizer's general path reads it).
 pub fn read<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
-    with_shape(line, ev, |s, ev| s.fill(line, ev), |_, _| true).unwrap_or(false)
+    let hit = |s: &Shape, ev: &mut Event<'a>| {
+        let read = s.fill(line, ev);
+        ev.shape = s.id;
+        read
+    };
+    let miss = |s: Option<&Shape>, ev: &mut Event<'a>| {
+        ev.shape = s.map_or(0, |s| s.id);
+        true
+    };
+    with_shape(line, ev, hit, miss).unwrap_or(false)
 }
 
 /// What a counting pass needs of a plain or JSON line whose shape is kept,
@@ -501,6 +513,8 @@ mod tests {
         for l in lines.iter().chain(lines.iter()) {
             let mut a = Event::default();
             assert!(read(l, &mut a), "{l}");
+            // Which shape read it is not what it reads as.
+            a.shape = 0;
             let mut b = Event::default();
             assert!(super::super::plain::proxy_plain(l, &mut b).is_some());
             b.component = super::super::component::of(&b);

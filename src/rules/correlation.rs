@@ -14,12 +14,12 @@ use super::matching::{Engine, Line};
 use super::metrics::Found;
 use super::snapshot::Snapshots;
 use super::stats::level_index;
-pub use super::stats::{era_text, EraSampler, Stats};
+pub use super::stats::{era_text, EraSampler, Stats, Wording};
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, TagKey};
 use crate::input::wrap::normalize;
 use crate::parse::component::of_target;
-use crate::parse::era::format_cue;
+use crate::parse::era::{format_cue, EraCue};
 use crate::parse::template::Seen;
 use crate::parse::{parse_line, Event, Level, Metric, Producer, Record};
 use crate::pipeline::{Accumulator, Around, Text};
@@ -103,7 +103,9 @@ pub struct State<'e> {
     /// merge; a state that reads the whole input decides at once (so
     /// follow mode keeps nothing pending).
     defer: bool,
+    /// Buffers for a line's candidate rules and era cues.
     candidates: Vec<usize>,
+    era_found: Vec<EraCue>,
     era_sampler: EraSampler,
     /// Metrics snapshots, reduced to what the metric rules read.
     pub(super) metrics: Snapshots<Found>,
@@ -134,6 +136,7 @@ impl Engine {
             aliases: BTreeMap::new(),
             defer: true,
             candidates: Vec::new(),
+            era_found: Vec::new(),
             era_sampler: EraSampler::default(),
             metrics: Snapshots::default(),
         }
@@ -345,11 +348,26 @@ impl<'e> State<'e> {
         let full = full_text(ev);
         let full: &str = &full;
         let body = literal_text(ev, full);
-        // One search tells most lines from those with a rule's literal or an
-        // era cue's wording, when both would be looked for in the same text.
-        let silent = std::ptr::eq(era_text(ev), body) && self.engine.silent(body);
+        let engine = self.engine;
+        let mut cands = std::mem::take(&mut self.candidates);
+        let mut era = std::mem::take(&mut self.era_found);
+        let wording = if engine.by_shape(ev, &mut cands, &mut era) {
+            Wording::Found(&era)
+        } else {
+            // One search tells most lines from those with a rule's literal
+            // or an era cue's wording, when both would be looked for in the
+            // same text.
+            let silent = std::ptr::eq(era_text(ev), body) && engine.silent(body);
+            engine.candidates(body, silent, &mut cands);
+            if silent {
+                Wording::Silent
+            } else {
+                Wording::Unknown
+            }
+        };
         self.era_sampler
-            .observe(self.engine, ev, silent, &mut self.stats.era);
+            .observe(engine, ev, wording, &mut self.stats.era);
+        self.era_found = era;
         let loud = ev.level.is_some_and(|l| l >= Level::Warn);
         let unmatched = || {
             let text = match (ev.message.as_deref(), ev.error()) {
@@ -367,7 +385,7 @@ impl<'e> State<'e> {
         };
         self.match_text(
             source,
-            (body, silent),
+            cands,
             full,
             (Line::Event(ev), ev.line, around),
             loud.then_some(unmatched),
@@ -397,16 +415,16 @@ impl<'e> State<'e> {
         }
     }
 
-    /// Matches the rules whose literals occur in `body` against the line
-    /// (other text conditions read the `full` text; `silent` when the body
-    /// is known to hold no literal) and decides its
-    /// verdict, now or once the blocks before are known. A loud line that
+    /// Matches the `candidates` (the rules whose literals occur in the
+    /// line, [`Engine::candidates`]) against the line (other text
+    /// conditions read the `full` text) and decides its verdict, now or
+    /// once the blocks before are known. A loud line that
     /// no rule wins goes to the unrecognised warnings (`unmatched` makes
     /// its entry).
     fn match_text<U>(
         &mut self,
         source: &str,
-        (body, silent): (&str, bool),
+        cands: Vec<usize>,
         hay: &str,
         (line, n, around): (Line<'_, '_>, u64, &Around<'_>),
         unmatched: Option<U>,
@@ -414,8 +432,6 @@ impl<'e> State<'e> {
         U: FnOnce() -> (String, Option<Level>, Evidence),
     {
         let engine = self.engine;
-        let mut cands = std::mem::take(&mut self.candidates);
-        engine.candidates(body, silent, &mut cands);
         let ev = line.event();
         let mut matches: Vec<Match<Caps>> = Vec::new();
         for &ri in &cands {
@@ -585,9 +601,11 @@ impl Accumulator for State<'_> {
                         evidence(source, *line, text, Line::Unparsed),
                     )
                 };
+                let mut cands = std::mem::take(&mut self.candidates);
+                self.engine.candidates(text, false, &mut cands);
                 self.match_text(
                     source,
-                    (text, false),
+                    cands,
                     text,
                     (kind, *line, around),
                     loud.then_some(unmatched),

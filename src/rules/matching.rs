@@ -41,19 +41,24 @@ pub struct Engine {
     /// most lines, which hold neither, from the rest.
     prefilter: AhoCorasick,
     /// Patterns of `prefilter` that are rules' literals (the first ones).
-    rule_patterns: usize,
-    pattern_rule: Vec<usize>,
+    pub(super) rule_patterns: usize,
+    pub(super) pattern_rule: Vec<usize>,
     /// Whether a pattern's first and last bytes are word bytes: a match
     /// there must not touch another word byte.
     pattern_edges: Vec<(bool, bool)>,
+    /// Whether a pattern has a digit.
+    pub(super) pattern_digit: Vec<bool>,
     /// Rules without literals: tried on every event.
-    always: Vec<usize>,
+    pub(super) always: Vec<usize>,
     /// What each rule checks in a line's text beyond its literals,
     /// compiled when a line first needs it: most rules never match a given
     /// log, and compiling them all was most of the startup.
     checks: Vec<OnceLock<Checks>>,
     pub(super) tag_bits: HashMap<String, u32>,
     era_prefilter: AhoCorasick,
+    /// No era cue's wording has a digit: every line of a shape holds the
+    /// same ([`super::by_shape`]).
+    pub(super) era_by_shape: bool,
     /// The era cues' wording in a packed (Teddy) searcher: several times
     /// faster than the automaton at saying that a line holds none. `None`
     /// where this CPU has no SIMD for it.
@@ -67,9 +72,10 @@ pub struct Engine {
     pub(super) metrics: Program,
     /// Tells the lines that change nothing but counts.
     pub(super) quiet: super::quiet::Quiet,
-    /// Count quiet lines without tokenizing them (on by default; off reads
-    /// every line's event, which gives the same report, slower).
-    pub count_quiet: bool,
+    /// Go by line shapes: count quiet lines without tokenizing them, and
+    /// find a shape's literals once (on by default; off reads every line's
+    /// event and searches its text, which gives the same report, slower).
+    pub shapes: bool,
 }
 
 fn is_word(b: u8) -> bool {
@@ -164,6 +170,10 @@ impl Engine {
                 )
             })
             .collect();
+        let pattern_digit = patterns
+            .iter()
+            .map(|p| p.bytes().any(|b| b.is_ascii_digit()))
+            .collect();
         let rule_patterns = patterns.len();
         let everything = || {
             patterns
@@ -194,15 +204,20 @@ impl Engine {
             rule_patterns,
             pattern_rule,
             pattern_edges,
+            pattern_digit,
             always,
             tag_bits,
             era_prefilter,
+            era_by_shape: kb
+                .eras
+                .iter()
+                .all(|e| !e.text.bytes().any(|b| b.is_ascii_digit())),
             era_gate,
             era_cues,
             given: Given::default(),
             window: Default::default(),
             quiet,
-            count_quiet: true,
+            shapes: true,
         }
     }
 
@@ -237,7 +252,7 @@ impl Engine {
     /// rules' literals? Not when a rule has none (it is tried on every
     /// event), nor when a time window needs each line's time.
     pub fn reads_lean(&self) -> bool {
-        self.count_quiet && self.always.is_empty() && !self.window.is_set()
+        self.shapes && self.always.is_empty() && !self.window.is_set()
     }
 
     pub(super) fn bits(&self, tags: &[String]) -> u32 {
@@ -257,23 +272,30 @@ impl Engine {
             out.extend_from_slice(&self.always);
             return;
         }
-        let b = body.as_bytes();
-        for m in self.prefilter.find_overlapping_iter(body) {
-            let p = m.pattern().as_usize();
-            if p >= self.rule_patterns {
-                continue;
-            }
-            let (head, tail) = self.pattern_edges[p];
-            if (head && m.start() > 0 && is_word(b[m.start() - 1]))
-                || (tail && b.get(m.end()).is_some_and(|c| is_word(*c)))
-            {
-                continue;
-            }
-            out.push(self.pattern_rule[p]);
-        }
+        out.extend(self.hits(body).map(|p| self.pattern_rule[p]));
         out.extend_from_slice(&self.always);
         out.sort_unstable();
         out.dedup();
+    }
+
+    /// The rules' literals (as patterns) that occur in `text` on word
+    /// boundaries.
+    pub(super) fn hits<'t>(&'t self, text: &'t str) -> impl Iterator<Item = usize> + 't {
+        let b = text.as_bytes();
+        let found = self.prefilter.find_overlapping_iter(text);
+        found.filter_map(move |m| {
+            let p = m.pattern().as_usize();
+            (p < self.rule_patterns && self.on_edges(p, b, m.start(), m.end())).then_some(p)
+        })
+    }
+
+    /// Does pattern `p`, found at `start..end` of `text`, touch no word
+    /// byte on a side where it ends in one?
+    pub(super) fn on_edges(&self, p: usize, text: &[u8], start: usize, end: usize) -> bool {
+        let (head, tail) = self.pattern_edges[p];
+        let touches_before = head && start > 0 && is_word(text[start - 1]);
+        let touches_after = tail && text.get(end).is_some_and(|c| is_word(*c));
+        !(touches_before || touches_after)
     }
 
     /// Checks every condition of rule `ri` but the literals and the tags;

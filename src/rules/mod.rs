@@ -3,6 +3,7 @@
 //! ([`matching`]); matches correlate into groups ([`correlation`]) that the
 //! [`verdict`] folds and ranks into findings.
 
+mod by_shape;
 pub mod command;
 pub mod conns;
 mod correlation;

@@ -26,7 +26,7 @@ const MAX_FACTS: usize = 16384;
 /// The searches that tell quiet lines, made with an engine.
 pub struct Quiet {
     /// Tells which engine a shape's facts were found with.
-    id: u64,
+    pub(super) id: u64,
     /// The literals without a digit (in any case): a text without any
     /// holds none of them, whatever its digits.
     words: AhoCorasick,
@@ -35,7 +35,9 @@ pub struct Quiet {
     digits: Option<AhoCorasick>,
     /// The digits of each literal with a digit, in the same order: where
     /// the first is in the literal, then where each is from it and which.
-    digit_places: Vec<(usize, Vec<(u16, u8)>)>,
+    pub(super) digit_places: Vec<(usize, Vec<(u16, u8)>)>,
+    /// Which of the literals given each literal with a digit is.
+    pub(super) digit_of: Vec<usize>,
 }
 
 /// The digits of `literal`: where the first is, then where each is from
@@ -60,8 +62,9 @@ impl Quiet {
     /// For `literals`: the rules' and the era cues' wording.
     pub fn new<'a>(literals: impl Iterator<Item = &'a str>) -> Quiet {
         static IDS: AtomicU64 = AtomicU64::new(1);
-        let (digits, words): (Vec<&str>, Vec<&str>) =
-            literals.partition(|l| l.bytes().any(|b| b.is_ascii_digit()));
+        let (digits, words): (Vec<_>, Vec<_>) = literals
+            .enumerate()
+            .partition(|(_, l)| l.bytes().any(|b| b.is_ascii_digit()));
         // Searched once per shape, not per line: automata quick to build
         // rather than quick to run.
         let build = |pats: Vec<String>| {
@@ -73,10 +76,73 @@ impl Quiet {
         };
         Quiet {
             id: IDS.fetch_add(1, Ordering::Relaxed),
-            words: build(words.iter().map(|w| w.to_string()).collect()),
-            digits: (!digits.is_empty()).then(|| build(digits.iter().map(|d| masked(d)).collect())),
-            digit_places: digits.iter().map(|d| places(d)).collect(),
+            words: build(words.iter().map(|(_, w)| w.to_string()).collect()),
+            digits: (!digits.is_empty())
+                .then(|| build(digits.iter().map(|(_, d)| masked(d)).collect())),
+            digit_places: digits.iter().map(|(_, d)| places(d)).collect(),
+            digit_of: digits.iter().map(|(i, _)| *i).collect(),
         }
+    }
+}
+
+/// A text literals are looked for in, its digits masked, with where in
+/// the line each of its bytes is (joins are not in it, and hold no digit).
+pub(super) struct Masked {
+    pub text: Vec<u8>,
+    at: Vec<Option<u32>>,
+}
+
+impl Masked {
+    /// The text made of the `pieces` of `line` (and of what joins them).
+    pub fn of<'p>(line: &str, pieces: impl FnOnce(&mut dyn FnMut(&'p str))) -> Masked {
+        let mut m = Masked {
+            text: Vec::new(),
+            at: Vec::new(),
+        };
+        pieces(&mut |p: &str| {
+            let start = offset_in(line, p);
+            for (i, b) in p.bytes().enumerate() {
+                m.text.push(if b.is_ascii_digit() { b'0' } else { b });
+                m.at.push(start.map(|s| (s + i) as u32));
+            }
+        });
+        m
+    }
+}
+
+impl Quiet {
+    /// Each place in `m` where a literal with a digit could be: which
+    /// literal, where in `m`, and where in the line its first digit is
+    /// (`None` when its digits are not as far apart in the line: a join or
+    /// a copy is between them).
+    pub(super) fn spots<'m>(
+        &'m self,
+        m: &'m Masked,
+    ) -> impl Iterator<Item = (usize, aho_corasick::Match, Option<u32>)> + 'm {
+        let found = self
+            .digits
+            .as_ref()
+            .map(|d| d.find_overlapping_iter(&m.text));
+        found.into_iter().flatten().map(|found| {
+            let p = found.pattern().as_usize();
+            let (first, places) = &self.digit_places[p];
+            let base = found.start() + first;
+            let at = m.at[base].filter(|s| {
+                places
+                    .iter()
+                    .all(|(rel, _)| m.at[base + *rel as usize] == Some(s + u32::from(*rel)))
+            });
+            (p, found, at)
+        })
+    }
+
+    /// Does `line` hold literal `p` (with a digit) where its first digit
+    /// is at `at`, given that its masked text does?
+    pub(super) fn holds(&self, line: &[u8], at: u32, p: u16) -> bool {
+        self.digit_places[usize::from(p)]
+            .1
+            .iter()
+            .all(|&(rel, d)| line.get(at as usize + usize::from(rel)) == Some(&d))
     }
 }
 
@@ -96,13 +162,7 @@ impl Facts {
     /// Is a line of the shape quiet? A literal with a digit is where the
     /// shape could hold one when the line's digits there are the literal's.
     fn quiet(&self, line: &[u8], q: &Quiet) -> bool {
-        self.quiet
-            && !self.digits.iter().any(|&(at, p)| {
-                q.digit_places[usize::from(p)]
-                    .1
-                    .iter()
-                    .all(|&(rel, d)| line.get(at as usize + usize::from(rel)) == Some(&d))
-            })
+        self.quiet && !self.digits.iter().any(|&(at, p)| q.holds(line, at, p))
     }
 }
 
@@ -158,35 +218,15 @@ impl Engine {
             && !wording_bounds(ev)
             && !ev.has_span("service");
         let mut digits = Vec::new();
-        if let (true, Some(masked_digits)) = (quiet, &q.digits) {
-            // The texts literals are looked for in, with where in the line
-            // each byte is (joins are not in it, and hold no digit).
-            let mut texts = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
-            let add = |(masked, at): &mut (Vec<u8>, Vec<Option<u32>>), p: &str| {
-                let start = offset_in(line, p);
-                for (i, b) in p.bytes().enumerate() {
-                    masked.push(if b.is_ascii_digit() { b'0' } else { b });
-                    at.push(start.map(|s| (s + i) as u32));
-                }
-            };
-            literal_pieces(ev, |p| add(&mut texts[0], p));
-            add(&mut texts[1], era_text(ev));
-            for (masked, at) in &texts {
-                for m in masked_digits.find_overlapping_iter(masked) {
-                    let p = m.pattern().as_usize();
-                    let (first, places) = &q.digit_places[p];
-                    let base = m.start() + first;
-                    // Its digits are as far from the first in the line,
-                    // unless a join (JSON) or a copy is between them.
-                    let start = at[base].filter(|s| {
-                        places
-                            .iter()
-                            .all(|(rel, _)| at[base + *rel as usize] == Some(s + u32::from(*rel)))
-                    });
-                    match (start, u16::try_from(p)) {
-                        (Some(s), Ok(p)) => digits.push((s, p)),
-                        _ => quiet = false,
-                    }
+        if quiet {
+            let texts = [
+                Masked::of(line, |each| literal_pieces(ev, each)),
+                Masked::of(line, |each| each(era_text(ev))),
+            ];
+            for (p, _, at) in texts.iter().flat_map(|t| q.spots(t)) {
+                match (at, u16::try_from(p)) {
+                    (Some(at), Ok(p)) => digits.push((at, p)),
+                    _ => quiet = false,
                 }
             }
             digits.sort_unstable();

@@ -2,7 +2,7 @@
 //! levels, producers, inputs, and the cues that date the log.
 
 use super::matching::Engine;
-use crate::parse::era::EraVote;
+use crate::parse::era::{EraCue, EraVote};
 use crate::parse::{Event, Foreign, Level};
 use std::collections::BTreeMap;
 
@@ -99,9 +99,17 @@ impl Default for EraSampler {
     }
 }
 
+/// What is known of a line's era wording before it is looked for.
+pub enum Wording<'a> {
+    Unknown,
+    /// [`Engine::silent`] said so of the line's text.
+    Silent,
+    /// The era cues in it.
+    Found(&'a [EraCue]),
+}
+
 impl EraSampler {
-    /// `silent`: [`Engine::silent`] said so of the line's text.
-    pub fn observe(&mut self, engine: &Engine, ev: &Event<'_>, silent: bool, vote: &mut EraVote) {
+    pub fn observe(&mut self, engine: &Engine, ev: &Event<'_>, w: Wording<'_>, vote: &mut EraVote) {
         let cue = ev.era_cue();
         if !cue.is_empty() {
             vote.add(cue);
@@ -109,8 +117,10 @@ impl EraSampler {
         let loud = ev.level.is_some_and(|l| l >= Level::Warn);
         if ev.producer.is_proxy() && (self.budget > 0 || loud) {
             self.budget = self.budget.saturating_sub(1);
-            for c in engine.era_cues(if silent { "" } else { era_text(ev) }) {
-                vote.add(c);
+            match w {
+                Wording::Found(cues) => cues.iter().for_each(|c| vote.add(*c)),
+                Wording::Silent => {}
+                Wording::Unknown => engine.era_cues(era_text(ev)).for_each(|c| vote.add(c)),
             }
         }
     }
@@ -119,7 +129,7 @@ impl EraSampler {
 impl EraSampler {
     /// A quiet line: its format's cue; its wording, known to hold no cue,
     /// uses up its place in the sample (a proxy's line).
-    pub fn lean(&mut self, cue: crate::parse::era::EraCue, proxy: bool, vote: &mut EraVote) {
+    pub fn lean(&mut self, cue: EraCue, proxy: bool, vote: &mut EraVote) {
         vote.add(cue);
         if proxy {
             self.budget = self.budget.saturating_sub(1);

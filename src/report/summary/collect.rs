@@ -7,7 +7,7 @@ use super::{
 use crate::parse::typed::host_of;
 use crate::parse::{Event, Level, Metric, Record};
 use crate::pipeline::Accumulator;
-use crate::rules::engine::{Engine, EraSampler};
+use crate::rules::engine::{Engine, EraSampler, Wording};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -89,7 +89,8 @@ impl<'e> SummaryAcc<'e> {
         if let Some(l) = ev.level {
             *s.levels.entry(l.as_str()).or_insert(0) += 1;
         }
-        self.era_sampler.observe(self.engine, ev, false, &mut s.era);
+        self.era_sampler
+            .observe(self.engine, ev, Wording::Unknown, &mut s.era);
         if let Some(p) = ev.wrapper.pod {
             bump(&mut s.pods, short(p).as_ref(), 1);
         }
