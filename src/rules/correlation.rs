@@ -8,7 +8,7 @@ use super::conns::{ConnCtx, Missing, Recent};
 use super::finding::Evidence;
 use super::group::{add_context, evidence, group_of, hit, tag_key, target_prefix, Hit};
 pub use super::group::{Acc, MAX_EVIDENCE};
-use super::lookback::{KeyShape, Lookback};
+use super::lookback::{ConnShape, Lookback};
 use super::matching::Caps;
 use super::matching::{Engine, Line};
 use super::metrics::Found;
@@ -623,8 +623,8 @@ impl Accumulator for State<'_> {
 
     /// A quiet line ([`super::quiet`]) changes nothing but counts.
     fn lean(&mut self, source: &str, line: u64, seen: &Seen<'_>, around: &Around<'_>) -> bool {
-        let mut key = KeyShape::Unknown;
-        if seen.cut || !self.engine.quiet(seen, &mut key) {
+        let mut conn = ConnShape::UNKNOWN;
+        if seen.cut || !self.engine.quiet(seen, &mut conn) {
             return false;
         }
         let s = &mut self.stats;
@@ -642,8 +642,7 @@ impl Accumulator for State<'_> {
         s.proxy_events += u64::from(proxy);
         let cue = format_cue(seen.producer, seen.thread, seen.timestamp, seen.target);
         self.era_sampler.lean(cue, proxy, &mut s.era);
-        let plain = seen.producer == Producer::ProxyPlain;
-        self.lookback.lean(line, seen.line, key, plain, around);
+        self.lookback.lean(line, seen.line, conn, around);
         true
     }
 

@@ -78,6 +78,34 @@ impl KeyShape {
     }
 }
 
+/// What the lines of a quiet line's shape say of their connection: where
+/// the client is named, and which parts of its context they may name
+/// ([`may_name`], whose words have no digit: the same for every line of the
+/// shape; every part in a format other than the plain one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnShape {
+    pub key: KeyShape,
+    names: u8,
+}
+
+impl ConnShape {
+    pub const UNKNOWN: ConnShape = ConnShape {
+        key: KeyShape::Unknown,
+        names: ALL,
+    };
+
+    pub fn of(ev: &Event<'_>, line: &str) -> ConnShape {
+        ConnShape {
+            key: KeyShape::of(ev, line),
+            names: if ev.producer == Producer::ProxyPlain {
+                may_name(line.as_bytes())
+            } else {
+                ALL
+            },
+        }
+    }
+}
+
 /// What a line's event says of its connection: its client, and the
 /// destination, endpoint and port it names.
 fn conn_of(ev: &Event<'_>) -> Option<(String, ConnCtx)> {
@@ -96,6 +124,9 @@ fn conn_of(ev: &Event<'_>) -> Option<(String, ConnCtx)> {
 const DST: u8 = 1;
 const PEER: u8 = 2;
 const PORT: u8 = 4;
+const ALL: u8 = DST | PEER | PORT;
+/// Not known yet: [`may_name`] tells when asked.
+const LAZY: u8 = 0x80;
 
 fn bits(dst: bool, peer: bool, port: bool) -> u8 {
     [(dst, DST), (peer, PEER), (port, PORT)]
@@ -135,33 +166,32 @@ pub struct BlockConns {
     indexed: usize,
     /// Where each line starts, made at the first look back.
     starts: Vec<u32>,
+    /// The parts each line may name ([`may_name`]), by its index; [`LAZY`]
+    /// until asked, for a line whose shape did not tell.
+    named: Vec<u8>,
     /// Lines read for their connection: when looked at, or as they went by
     /// when their line alone does not make their record.
     read: HashMap<u32, Option<(String, ConnCtx)>>,
-    /// The parts lines not read may name ([`may_name`]), once asked.
-    names: HashMap<u32, u8>,
 }
 
 impl BlockConns {
-    fn set(&mut self, i: usize, key: u64) {
+    fn set(&mut self, i: usize, key: u64, named: u8) {
         if self.keys.len() <= i {
             self.keys.resize(i + 1, NONE);
+            self.named.resize(i + 1, LAZY);
         }
         self.keys[i] = key;
+        self.named[i] = named;
     }
 
-    /// A quiet line, read at index `i` of its block (`plain`: in the plain
-    /// format, whose spellings `may_name` knows).
-    fn lean(&mut self, i: usize, line: &str, key: KeyShape, plain: bool) {
-        if !plain {
-            self.names.insert(i as u32, DST | PEER | PORT);
-        }
-        match key.key(line) {
-            Some(k) => self.set(i, k),
+    /// A quiet line, read at index `i` of its block.
+    fn lean(&mut self, i: usize, line: &str, conn: ConnShape) {
+        match conn.key.key(line) {
+            Some(k) => self.set(i, k, conn.names),
             None => {
                 // The cheap look cannot tell: read it now, as its record.
                 let got = parse_line(line).as_ref().and_then(conn_of);
-                self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)));
+                self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), LAZY);
                 self.read.insert(i as u32, got);
             }
         }
@@ -173,14 +203,17 @@ impl BlockConns {
     fn event(&mut self, i: usize, ev: &Event<'_>) {
         if ev.lines > 1 {
             let got = conn_of(ev);
-            self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)));
+            self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), LAZY);
             self.read.insert(i as u32, got);
         } else {
-            self.set(i, tag_key(TagKey::Client, ev).map_or(NONE, key_of));
             // The words of `may_name` are the plain format's spellings.
-            if ev.producer != Producer::ProxyPlain {
-                self.names.insert(i as u32, DST | PEER | PORT);
-            }
+            let named = if ev.producer == Producer::ProxyPlain {
+                LAZY
+            } else {
+                ALL
+            };
+            let key = tag_key(TagKey::Client, ev).map_or(NONE, key_of);
+            self.set(i, key, named);
         }
     }
 
@@ -255,12 +288,16 @@ impl BlockConns {
                 bits(c.dst.is_some(), c.peer.is_some(), c.port.is_some())
             });
         }
-        if let Some(b) = self.names.get(&(j as u32)) {
-            return *b;
+        match self.named.get(j) {
+            Some(&b) if b != LAZY => b,
+            _ => {
+                let b = may_name(self.text(j, data));
+                if let Some(n) = self.named.get_mut(j) {
+                    *n = b;
+                }
+                b
+            }
         }
-        let b = may_name(self.text(j, data));
-        self.names.insert(j as u32, b);
-        b
     }
 
     /// Line `j`'s connection and what it names, reading it again if need be.
@@ -378,12 +415,11 @@ impl Lookback {
         }
     }
 
-    /// A quiet line, its client named where `key` says (`plain`: in the
-    /// plain format).
-    pub fn lean(&mut self, line: u64, text: &str, key: KeyShape, plain: bool, around: &Around<'_>) {
+    /// A quiet line, whose shape says what `conn` does.
+    pub fn lean(&mut self, line: u64, text: &str, conn: ConnShape, around: &Around<'_>) {
         if let Lookback::Blocks { block, .. } = self {
             if let Some(i) = line.checked_sub(around.first_line) {
-                block.lean(i as usize, text, key, plain);
+                block.lean(i as usize, text, conn);
             }
         }
     }

@@ -10,7 +10,7 @@
 //! each line's digits are compared with the literal's.
 
 use super::correlation::{full_text, literal_pieces, literal_text};
-use super::lookback::KeyShape;
+use super::lookback::ConnShape;
 use super::matching::Engine;
 use super::stats::era_text;
 use crate::parse::era::wording_bounds;
@@ -155,7 +155,7 @@ struct Facts {
     /// Where a literal with a digit could be, as where in the line its
     /// first digit would be and which literal: each line's digits decide.
     digits: Box<[(u32, u16)]>,
-    key: KeyShape,
+    conn: ConnShape,
 }
 
 impl Facts {
@@ -167,8 +167,9 @@ impl Facts {
 }
 
 impl Engine {
-    /// Is this line quiet? `key` is set to where it names its client.
-    pub(super) fn quiet(&self, seen: &Seen<'_>, key: &mut KeyShape) -> bool {
+    /// Is this line quiet? `conn` is set to what its shape says of its
+    /// connection.
+    pub(super) fn quiet(&self, seen: &Seen<'_>, conn: &mut ConnShape) -> bool {
         thread_local! {
             static FACTS: RefCell<ById<Facts>> = RefCell::new(ById::default());
         }
@@ -177,10 +178,10 @@ impl Engine {
         let answer = FACTS.with(|f| {
             let f = f.borrow();
             let f = f.get(&seen.id).filter(|f| f.engine == id)?;
-            Some((f.key, f.quiet(line, &self.quiet)))
+            Some((f.conn, f.quiet(line, &self.quiet)))
         });
         if let Some((k, quiet)) = answer {
-            *key = k;
+            *conn = k;
             return quiet;
         }
         let mut ev = Event::default();
@@ -191,10 +192,10 @@ impl Engine {
                 engine: id,
                 quiet: false,
                 digits: Box::default(),
-                key: KeyShape::Unknown,
+                conn: ConnShape::UNKNOWN,
             }
         };
-        *key = f.key;
+        *conn = f.conn;
         let quiet = f.quiet(line, &self.quiet);
         FACTS.with(|facts| {
             let mut facts = facts.borrow_mut();
@@ -236,7 +237,7 @@ impl Engine {
             engine: q.id,
             quiet,
             digits: digits.into(),
-            key: KeyShape::of(ev, line),
+            conn: ConnShape::of(ev, line),
         }
     }
 }
