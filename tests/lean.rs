@@ -11,7 +11,8 @@ mod common;
 
 use lpa::input::Source;
 use lpa::parse::{template, Event};
-use lpa::pipeline::{process_block, Options};
+use lpa::pipeline::{process_block, run, Options};
+use lpa::report::summary::{Summary, SummaryAcc};
 use lpa::rules::{self, engine::Engine};
 use proptest::prelude::*;
 
@@ -82,6 +83,43 @@ fn quiet_lines_are_counted_as_their_events_would_be() {
             want,
             "{name}, in blocks"
         );
+    }
+}
+
+/// The summary of `data` read in blocks of `block` bytes, as JSON.
+fn summary(name: &str, data: &[u8], block: usize, engine: &Engine) -> String {
+    let mut sources = vec![Source::from_reader(
+        name,
+        std::io::Cursor::new(data.to_vec()),
+    )];
+    let opts = Options {
+        threads: 2,
+        progress: false,
+        ..Options::blocks_of(block)
+    };
+    let mut total = Summary::default();
+    run(
+        &mut sources,
+        &opts,
+        || SummaryAcc::new(engine),
+        |_, acc| {
+            total.merge(acc.into_summary());
+            Ok(())
+        },
+    )
+    .unwrap();
+    serde_json::to_string_pretty(&total.doc(20)).unwrap()
+}
+
+/// Summarize gives one summary whether its lines' era wording is told by
+/// their shapes or searched for in each, on every corpus log and generated
+/// log.
+#[test]
+fn summaries_read_by_shape_are_the_same() {
+    let (fast, slow) = (engine(true), engine(false));
+    for (name, data) in corpus().into_iter().chain(generated(1 << 20)) {
+        let want = summary(&name, &data, 64 << 10, &slow);
+        assert_eq!(summary(&name, &data, 64 << 10, &fast), want, "{name}");
     }
 }
 

@@ -4,12 +4,14 @@
 //! text but for its digits, so the same literals without a digit, and the
 //! same era wording (which has none). Where a literal with a digit could
 //! be, each line's digits decide, as for [quiet](super::quiet) lines.
+//! Whether its wording bounds the era is its shape's too; then only its
+//! format's cue is read per line.
 
 use super::correlation::{full_text, literal_pieces, literal_text};
 use super::matching::Engine;
 use super::quiet::Masked;
 use super::stats::era_text;
-use crate::parse::era::EraCue;
+use crate::parse::era::{wording_bounds, EraCue};
 use crate::parse::template::ById;
 use crate::parse::Event;
 use std::cell::RefCell;
@@ -25,25 +27,20 @@ struct Lits {
     /// digit would be, which literal with a digit, and its rule.
     spots: Box<[(u32, u16, usize)]>,
     era: Box<[EraCue]>,
+    /// Its wording bounds the era ([`wording_bounds`], which reads no digit).
+    bounds: bool,
 }
 
 impl Engine {
-    /// The rules [`Engine::candidates`] would find in `ev`'s text, into
-    /// `out`, and the era cues [`Engine::era_cues`] would find in its
-    /// wording, into `era`, told by its shape: false when the shape does
-    /// not tell (there is none, another line is joined to the event, or its
+    /// Runs `f` on what `ev`'s shape holds: `None` when the shape does not
+    /// tell (there is none, another line is joined to the event, or its
     /// literals' digits are not in one piece of the line).
-    pub(super) fn by_shape(
-        &self,
-        ev: &Event<'_>,
-        out: &mut Vec<usize>,
-        era: &mut Vec<EraCue>,
-    ) -> bool {
+    fn with_lits<T>(&self, ev: &Event<'_>, f: impl FnOnce(&Lits) -> T) -> Option<T> {
         thread_local! {
             static LITS: RefCell<ById<(u64, Option<Lits>)>> = RefCell::new(ById::default());
         }
         if !self.shapes || ev.shape == 0 || ev.continuation.is_some() || !self.era_by_shape {
-            return false;
+            return None;
         }
         let engine = self.quiet.id;
         LITS.with(|lits| {
@@ -54,9 +51,20 @@ impl Engine {
                 }
                 lits.insert(ev.shape, (engine, self.lits(ev)));
             }
-            let Some(l) = &lits[&ev.shape].1 else {
-                return false;
-            };
+            lits[&ev.shape].1.as_ref().map(f)
+        })
+    }
+
+    /// The rules [`Engine::candidates`] would find in `ev`'s text, into
+    /// `out`, and its shape's era wording, into `era`: `None` when the
+    /// shape does not tell.
+    pub(super) fn by_shape(
+        &self,
+        ev: &Event<'_>,
+        out: &mut Vec<usize>,
+        era: &mut Vec<EraCue>,
+    ) -> Option<bool> {
+        self.with_lits(ev, |l| {
             out.clear();
             out.extend_from_slice(&l.rules);
             let line = ev.text.as_bytes();
@@ -69,7 +77,18 @@ impl Engine {
             }
             era.clear();
             era.extend_from_slice(&l.era);
-            true
+            l.bounds
+        })
+    }
+
+    /// The era wording of `ev`'s shape: the cues [`Engine::era_cues`] would
+    /// find in it, into `era`, and whether it bounds the era
+    /// ([`wording_bounds`]); `None` when the shape does not tell.
+    pub fn era_by_shape(&self, ev: &Event<'_>, era: &mut Vec<EraCue>) -> Option<bool> {
+        self.with_lits(ev, |l| {
+            era.clear();
+            era.extend_from_slice(&l.era);
+            l.bounds
         })
     }
 
@@ -101,6 +120,7 @@ impl Engine {
             rules: rules.into(),
             spots: spots.into(),
             era: self.era_cues(era_text(ev)).collect(),
+            bounds: wording_bounds(ev),
         })
     }
 }

@@ -351,8 +351,8 @@ impl<'e> State<'e> {
         let engine = self.engine;
         let mut cands = std::mem::take(&mut self.candidates);
         let mut era = std::mem::take(&mut self.era_found);
-        let wording = if engine.by_shape(ev, &mut cands, &mut era) {
-            Wording::Found(&era)
+        let wording = if let Some(bounds) = engine.by_shape(ev, &mut cands, &mut era) {
+            Wording::Shaped { cues: &era, bounds }
         } else {
             // One search tells most lines from those with a rule's literal
             // or an era cue's wording, when both would be looked for in the

@@ -2,7 +2,7 @@
 //! levels, producers, inputs, and the cues that date the log.
 
 use super::matching::Engine;
-use crate::parse::era::{EraCue, EraVote};
+use crate::parse::era::{format_cue, EraCue, EraVote};
 use crate::parse::{Event, Foreign, Level};
 use std::collections::BTreeMap;
 
@@ -104,13 +104,26 @@ pub enum Wording<'a> {
     Unknown,
     /// [`Engine::silent`] said so of the line's text.
     Silent,
-    /// The era cues in it.
-    Found(&'a [EraCue]),
+    /// Told by its shape: the era cues in it, and whether it bounds the era
+    /// otherwise ([`crate::parse::era::wording_bounds`]).
+    Shaped {
+        cues: &'a [EraCue],
+        bounds: bool,
+    },
 }
 
 impl EraSampler {
     pub fn observe(&mut self, engine: &Engine, ev: &Event<'_>, w: Wording<'_>, vote: &mut EraVote) {
-        let cue = ev.era_cue();
+        let cue = match w {
+            // Nothing in its wording: its format's cue.
+            Wording::Shaped { bounds: false, .. } => format_cue(
+                ev.producer,
+                ev.thread.is_some() || ev.truncated_head,
+                ev.timestamp.is_some(),
+                ev.target(),
+            ),
+            _ => ev.era_cue(),
+        };
         if !cue.is_empty() {
             vote.add(cue);
         }
@@ -118,7 +131,7 @@ impl EraSampler {
         if ev.producer.is_proxy() && (self.budget > 0 || loud) {
             self.budget = self.budget.saturating_sub(1);
             match w {
-                Wording::Found(cues) => cues.iter().for_each(|c| vote.add(*c)),
+                Wording::Shaped { cues, .. } => cues.iter().for_each(|c| vote.add(*c)),
                 Wording::Silent => {}
                 Wording::Unknown => engine.era_cues(era_text(ev)).for_each(|c| vote.add(c)),
             }

@@ -4,6 +4,7 @@ use super::{
     bump, bump_endpoint, bump_in, entry, short, slot, template, Dest, Fast, Kind, Peer,
     SourceStats, Summary, MAX_KEYS, MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
 };
+use crate::parse::era::EraCue;
 use crate::parse::typed::host_of;
 use crate::parse::{Event, Level, Metric, Record};
 use crate::pipeline::Accumulator;
@@ -22,6 +23,8 @@ pub struct SummaryAcc<'e> {
     engine: &'e Engine,
     last_wall: Option<(String, i64)>,
     era_sampler: EraSampler,
+    /// A buffer for a line's era cues.
+    era_found: Vec<EraCue>,
 }
 
 impl Summary {
@@ -48,6 +51,7 @@ impl<'e> SummaryAcc<'e> {
             engine,
             last_wall: None,
             era_sampler: EraSampler::default(),
+            era_found: Vec::new(),
         }
     }
 
@@ -89,8 +93,15 @@ impl<'e> SummaryAcc<'e> {
         if let Some(l) = ev.level {
             *s.levels.entry(l.as_str()).or_insert(0) += 1;
         }
+        let wording = match self.engine.era_by_shape(ev, &mut self.era_found) {
+            Some(bounds) => Wording::Shaped {
+                cues: &self.era_found,
+                bounds,
+            },
+            None => Wording::Unknown,
+        };
         self.era_sampler
-            .observe(self.engine, ev, Wording::Unknown, &mut s.era);
+            .observe(self.engine, ev, wording, &mut s.era);
         if let Some(p) = ev.wrapper.pod {
             bump(&mut s.pods, short(p).as_ref(), 1);
         }
