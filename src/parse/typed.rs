@@ -345,8 +345,8 @@ impl<'a> Event<'a> {
     /// HTTP status as a number (`status=503 Service Unavailable`, `"status":404`).
     pub fn status(&self) -> Option<u16> {
         let s = self.first_of(&["status", "http.status"])?;
-        let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
-        digits.parse().ok().filter(|c| (100..600).contains(c))
+        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+        s[..digits].parse().ok().filter(|c| (100..600).contains(c))
     }
 
     /// Bytes peeked at TLS detection (`Peeked bytes from TCP stream sz=0`).
@@ -362,12 +362,22 @@ impl<'a> Event<'a> {
                 out.push(id);
             }
         }
-        for k in ["client.id", "server.id", "id", "peer.id"] {
-            if let Some(v) = self.field(k).or_else(|| self.span_field(k)) {
-                let v = unwrap_debug(v).unwrap_or(v);
-                if v.contains(".identity.") || v.contains(".serviceaccount.") {
-                    out.push(v);
+        const KEYS: [&str; 4] = ["client.id", "server.id", "id", "peer.id"];
+        // Each key's first value, the line's fields before its spans'
+        // (innermost first): one pass over them, not one per key.
+        let mut first = [None; KEYS.len()];
+        let span_fields = self.spans.iter().rev().flat_map(|s| s.fields.iter());
+        for (k, v) in self.fields.iter().chain(span_fields) {
+            if k.ends_with("id") {
+                if let Some(i) = KEYS.iter().position(|x| k == x) {
+                    first[i].get_or_insert(v.as_ref());
                 }
+            }
+        }
+        for v in first.into_iter().flatten() {
+            let v = unwrap_debug(v).unwrap_or(v);
+            if v.contains(".identity.") || v.contains(".serviceaccount.") {
+                out.push(v);
             }
         }
         out.retain(|v| !v.is_empty() && *v != "-");
@@ -378,6 +388,28 @@ impl<'a> Event<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each key's identity comes from the line's fields before its spans',
+    /// innermost span first, and the keys in their order whatever the
+    /// line's.
+    #[test]
+    fn identities_in_key_order_fields_first() {
+        let id = |n: &str| format!("{n}.ns.serviceaccount.identity.linkerd.cluster.local");
+        let line = format!(
+            "[     1.000000s]  INFO ThreadId(01) outer{{client.id={}}}:inner{{client.id={} peer.id={}}}: linkerd_app: hello server.id={} client.id={}",
+            id("outer"),
+            id("inner"),
+            id("peer"),
+            id("server"),
+            id("field"),
+        );
+        let ev = crate::parse::parse_line(&line).unwrap();
+        let want = [id("field"), id("server"), id("peer")];
+        assert_eq!(
+            ev.identities(),
+            want.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+    }
 
     #[test]
     fn tls_spellings() {

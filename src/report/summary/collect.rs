@@ -152,9 +152,11 @@ impl<'e> SummaryAcc<'e> {
                 ev.level,
             );
         }
-        if let Some(st) = ev.status() {
+        let status = ev.status();
+        if let Some(st) = status {
             bump(&mut s.statuses, &st, 1);
         }
+        let endpoint = ev.endpoint();
         let msg = ev.message();
         let err = error.unwrap_or("");
         let is_connect_err = msg.starts_with("Failed to connect")
@@ -173,12 +175,12 @@ impl<'e> SummaryAcc<'e> {
             if is_connect_err {
                 let kind = connect_kind(&format!("{msg} {err}"));
                 *d.connect_errors.entry(kind.to_string()).or_insert(0) += 1;
-                if let Some(p) = ev.endpoint() {
+                if let Some(p) = endpoint {
                     let k = short(p);
                     bump_endpoint(&mut d.endpoints, &k, 1, &mut s.dest_endpoint_keys);
                 }
             }
-            if let Some(st) = ev.status() {
+            if let Some(st) = status {
                 bump_in(&mut d.statuses, &st, 1, MAX_NESTED_KEYS);
             }
         }
@@ -188,10 +190,11 @@ impl<'e> SummaryAcc<'e> {
             p.errors += u64::from(failing);
             p.closes_with_error += u64::from(msg == "Connection closed" && error.is_some());
         }
-        if let Some(p) = ev.endpoint() {
+        if let Some(p) = endpoint {
             bump(&mut self.endpoints, short(p).as_ref(), 1);
         }
-        let tls_state: Option<Cow<str>> = if let Some(t) = ev.tls() {
+        let tls = ev.tls();
+        let tls_state: Option<Cow<str>> = if let Some(t) = &tls {
             Some(match (t.state.as_ref(), t.reason, t.client_id) {
                 ("none", Some(r), _) => format!("none ({r})").into(),
                 ("established", _, Some(id)) => {
@@ -222,8 +225,9 @@ impl<'e> SummaryAcc<'e> {
                 MAX_NESTED_KEYS,
             );
         }
-        for id in ev.identities() {
-            if ev.tls().is_none() {
+        // A TLS state's identity was counted with it.
+        if tls.is_none() {
+            for id in ev.identities() {
                 bump(&mut s.identities, short(id).as_ref(), 1);
             }
         }
