@@ -22,9 +22,9 @@ fn engine(quiet: bool) -> Engine {
     e
 }
 
-/// The JSON report of `data` read in blocks of `block` bytes.
-fn report(name: &str, data: &[u8], block: usize, engine: &Engine) -> String {
-    let mut sources = vec![Source::from_reader(
+/// `data` as the one source of a run in blocks of `block` bytes.
+fn input(name: &str, data: &[u8], block: usize) -> (Vec<Source>, Options) {
+    let sources = vec![Source::from_reader(
         name,
         std::io::Cursor::new(data.to_vec()),
     )];
@@ -33,6 +33,12 @@ fn report(name: &str, data: &[u8], block: usize, engine: &Engine) -> String {
         progress: false,
         ..Options::blocks_of(block)
     };
+    (sources, opts)
+}
+
+/// The JSON report of `data` read in blocks of `block` bytes.
+fn report(name: &str, data: &[u8], block: usize, engine: &Engine) -> String {
+    let (mut sources, opts) = input(name, data, block);
     let r = lpa::cli::analyze(&mut sources, &opts, engine).unwrap();
     serde_json::to_string_pretty(&r).unwrap()
 }
@@ -88,15 +94,7 @@ fn quiet_lines_are_counted_as_their_events_would_be() {
 
 /// The summary of `data` read in blocks of `block` bytes, as JSON.
 fn summary(name: &str, data: &[u8], block: usize, engine: &Engine) -> String {
-    let mut sources = vec![Source::from_reader(
-        name,
-        std::io::Cursor::new(data.to_vec()),
-    )];
-    let opts = Options {
-        threads: 2,
-        progress: false,
-        ..Options::blocks_of(block)
-    };
+    let (mut sources, opts) = input(name, data, block);
     let mut total = Summary::default();
     run(
         &mut sources,
