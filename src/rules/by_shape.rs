@@ -39,7 +39,7 @@ impl Engine {
         thread_local! {
             static LITS: RefCell<ById<(u64, Option<Lits>)>> = RefCell::new(ById::default());
         }
-        if !self.shapes || ev.shape == 0 || ev.continuation.is_some() || !self.era_by_shape {
+        if !self.shapes || ev.shape == 0 || ev.continuation.is_some() || !self.eras_without_digits {
             return None;
         }
         let engine = self.quiet.id;

@@ -58,7 +58,7 @@ pub struct Engine {
     era_prefilter: AhoCorasick,
     /// No era cue's wording has a digit: every line of a shape holds the
     /// same ([`super::by_shape`]).
-    pub(super) era_by_shape: bool,
+    pub(super) eras_without_digits: bool,
     /// The era cues' wording in a packed (Teddy) searcher: several times
     /// faster than the automaton at saying that a line holds none. `None`
     /// where this CPU has no SIMD for it.
@@ -208,7 +208,7 @@ impl Engine {
             always,
             tag_bits,
             era_prefilter,
-            era_by_shape: kb
+            eras_without_digits: kb
                 .eras
                 .iter()
                 .all(|e| !e.text.bytes().any(|b| b.is_ascii_digit())),
