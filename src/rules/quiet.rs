@@ -101,10 +101,9 @@ impl Masked {
         };
         pieces(&mut |p: &str| {
             let start = offset_in(line, p);
-            for (i, b) in p.bytes().enumerate() {
-                m.text.push(if b.is_ascii_digit() { b'0' } else { b });
-                m.at.push(start.map(|s| (s + i) as u32));
-            }
+            let masked = p.bytes().map(|b| if b.is_ascii_digit() { b'0' } else { b });
+            m.text.extend(masked);
+            m.at.extend((0..p.len()).map(|i| start.map(|s| (s + i) as u32)));
         });
         m
     }
