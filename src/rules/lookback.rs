@@ -141,18 +141,33 @@ fn bits(dst: bool, peer: bool, port: bool) -> u8 {
 fn may_name(text: &[u8]) -> u8 {
     static WORDS: LazyLock<(AhoCorasick, Vec<u8>)> = LazyLock::new(|| {
         let parts = [(DST_WORDS, DST), (ENDPOINT_WORDS, PEER), (PORT_WORDS, PORT)];
-        let (words, part): (Vec<&str>, Vec<u8>) = parts
+        let all = || {
+            parts
+                .iter()
+                .flat_map(|(ws, p)| ws.iter().map(move |w| (*w, *p)))
+        };
+        let mut words: Vec<&str> = all().map(|(w, _)| w).collect();
+        words.sort_unstable();
+        words.dedup();
+        // Each word ends in its only `{` or `=`, so a word found inside
+        // another is one of its suffixes: a word stands for its suffixes'
+        // parts too, and matches need not overlap.
+        let part = words
             .iter()
-            .flat_map(|(ws, p)| ws.iter().map(move |w| (*w, *p)))
-            .unzip();
+            .map(|w| {
+                all()
+                    .filter(|(s, _)| w.ends_with(s))
+                    .fold(0, |b, (_, p)| b | p)
+            })
+            .collect();
         let ac = AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::Standard)
-            .build(words)
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(&words)
             .expect("literals");
         (ac, part)
     });
     let (ac, part) = &*WORDS;
-    ac.find_overlapping_iter(text)
+    ac.find_iter(text)
         .fold(0, |b, m| b | part[m.pattern().as_usize()])
 }
 
@@ -510,4 +525,52 @@ fn remember(conns: &mut super::conns::Recent<ConnCtx>, ev: &Event<'_>) {
             port,
         })
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The parts of every word in `text`, wherever they are.
+    fn naive(text: &str) -> u8 {
+        let parts = [(DST_WORDS, DST), (ENDPOINT_WORDS, PEER), (PORT_WORDS, PORT)];
+        parts
+            .iter()
+            .flat_map(|(ws, p)| ws.iter().map(move |w| (*w, *p)))
+            .filter(|(w, _)| text.contains(w))
+            .fold(0, |b, (_, p)| b | p)
+    }
+
+    /// What lets `may_name` search without overlaps: a word found inside
+    /// another can only be one of its suffixes.
+    #[test]
+    fn every_word_ends_in_its_only_brace_or_equals() {
+        for w in DST_WORDS.iter().chain(ENDPOINT_WORDS).chain(PORT_WORDS) {
+            let marks = w.bytes().filter(|b| matches!(b, b'{' | b'=')).count();
+            assert!(
+                marks == 1 && matches!(w.as_bytes().last(), Some(b'{' | b'=')),
+                "{w}"
+            );
+        }
+    }
+
+    proptest! {
+        /// One search without overlaps finds the parts of every word in a
+        /// text, words within words included (`tcp.forward{`).
+        #[test]
+        fn may_name_finds_every_words_part(
+            pieces in prop::collection::vec(
+                prop::sample::select(vec![
+                    "tcp.forward{", "forward{", "proxy{", "server.addr=", "peer.addr=",
+                    "target.addr=", "target{", "port=", "header=", "dst=", "x", ".", "{", "=",
+                    "addr", "server", "tcp", "logical{", "balance{", "endpoint{",
+                ]),
+                0..12,
+            ),
+        ) {
+            let text = pieces.concat();
+            prop_assert_eq!(may_name(text.as_bytes()), naive(&text), "{}", text);
+        }
+    }
 }
