@@ -24,6 +24,8 @@ use std::sync::{Arc, LazyLock};
 
 /// A line that names no client connection.
 const NONE: u64 = 0;
+/// No line: the end of a key's chain.
+const NIL: u32 = u32::MAX;
 /// Input bytes of earlier blocks looked back into: far more than a
 /// connection's lines are apart in a busy proxy's log, and what memory
 /// allows beside the blocks in flight.
@@ -176,8 +178,11 @@ fn may_name(text: &[u8]) -> u8 {
 pub struct BlockConns {
     /// Each line's key, by its index in the block.
     keys: Vec<u64>,
-    /// The lines of each key, in order, for the first `indexed` lines.
-    lines: ByKey<Vec<u32>>,
+    /// Of the first `indexed` lines, each key's last, and for each line the
+    /// one of its key before it ([`NIL`] for none): a chain per key, in one
+    /// vector rather than a vector per key.
+    last: ByKey<u32>,
+    prev: Vec<u32>,
     indexed: usize,
     /// Where each line starts, made at the first look back.
     starts: Vec<u32>,
@@ -238,28 +243,27 @@ impl BlockConns {
     fn before(&mut self, client: &str, i: usize, missing: Missing, data: &[u8]) -> ConnCtx {
         while self.indexed < self.keys.len() {
             let k = self.keys[self.indexed];
-            if k != NONE {
-                self.lines.entry(k).or_default().push(self.indexed as u32);
-            }
+            let before = if k == NONE {
+                NIL
+            } else {
+                self.last.insert(k, self.indexed as u32).unwrap_or(NIL)
+            };
+            self.prev.push(before);
             self.indexed += 1;
         }
-        let key = key_of(client);
         let mut ctx = ConnCtx::default();
-        let Some(lines) = self.lines.remove(&key) else {
-            return ctx;
-        };
+        let mut j = self.last.get(&key_of(client)).copied().unwrap_or(NIL);
+        while j != NIL && j as usize >= i {
+            j = self.prev[j as usize];
+        }
         let mut want = bits(missing.dst, missing.peer, missing.port);
-        for &j in lines[..lines.partition_point(|j| (*j as usize) < i)]
-            .iter()
-            .rev()
-        {
-            if want == 0 {
-                break;
-            }
-            if self.may_name(j as usize, data) & want == 0 {
+        while j != NIL && want != 0 {
+            let this = j as usize;
+            j = self.prev[this];
+            if self.may_name(this, data) & want == 0 {
                 continue;
             }
-            let Some((c, named)) = self.line(j as usize, data) else {
+            let Some((c, named)) = self.line(this, data) else {
                 continue;
             };
             if c != client {
@@ -278,7 +282,6 @@ impl BlockConns {
                 want &= !PORT;
             }
         }
-        self.lines.insert(key, lines);
         ctx
     }
 
