@@ -115,9 +115,18 @@ fn rule_tables(text: &str) -> Vec<toml::Table> {
     }
 }
 
-/// The tables of the built-in rules, which any file's `like` may name.
-fn built_in_tables() -> Vec<toml::Table> {
-    BUILT_IN.iter().flat_map(|(_, t)| rule_tables(t)).collect()
+/// The tables of the built-in rules, which any file's `like` may name:
+/// where each file's are, and all of them.
+fn built_in_tables() -> (Vec<std::ops::Range<usize>>, Vec<toml::Table>) {
+    use rayon::prelude::*;
+    let by_file: Vec<_> = BUILT_IN.par_iter().map(|(_, t)| rule_tables(t)).collect();
+    let mut ranges = Vec::new();
+    let mut all = Vec::new();
+    for t in by_file {
+        ranges.push(all.len()..all.len() + t.len());
+        all.extend(t);
+    }
+    (ranges, all)
 }
 
 /// Fills a rule's unset inherited keys from the rule it is `like`
@@ -153,21 +162,31 @@ fn inherit(t: &mut toml::Table, pool: &[&toml::Table]) -> std::result::Result<()
 /// or a built-in one. Every problem is reported, each with its `file:line`
 /// and a hint.
 pub fn parse_rules(file: &str, text: &str) -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
-    parse_over(file, text, &built_in_tables())
+    parse_over(file, text, None, &built_in_tables().1)
 }
 
+/// Parses `text`, whose rules' tables (`own`, when already made) come
+/// before `base`'s for `like`.
 fn parse_over(
     file: &str,
     text: &str,
+    own: Option<&[toml::Table]>,
     base: &[toml::Table],
 ) -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
     let mut parsed: RulesFile =
         toml::from_str(text).map_err(|e| vec![toml_error(file, text, &e)])?;
     if parsed.rules.iter().any(|r| r.like.is_some()) {
-        let own = rule_tables(text);
+        let made;
+        let own = match own {
+            Some(o) => o,
+            None => {
+                made = rule_tables(text);
+                &made
+            }
+        };
         let pool: Vec<&toml::Table> = own.iter().chain(base).collect();
         let mut errs = Vec::new();
-        for (r, t) in parsed.rules.iter_mut().zip(&own) {
+        for (r, t) in parsed.rules.iter_mut().zip(own) {
             if r.like.is_none() {
                 continue;
             }
@@ -194,11 +213,12 @@ fn parse_over(
     let mut errs = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for r in &parsed.rules {
-        let line = rule_line(text, &r.name);
+        // Found only for an error: a search of the whole file per rule
+        // was a sixth of the startup.
         let mut err = |message: String, hint: &str| {
             errs.push(RuleError {
                 file: file.to_string(),
-                line,
+                line: rule_line(text, &r.name),
                 message,
                 hint: hint.to_string(),
             })
@@ -348,7 +368,7 @@ fn parse_over(
 
 /// The built-in rules, every file of them.
 pub fn built_in() -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
-    let base = built_in_tables();
+    let (files, base) = built_in_tables();
     let mut kb = KnowledgeBase::default();
     let mut errs = Vec::new();
     let mut names = std::collections::HashSet::new();
@@ -358,7 +378,8 @@ pub fn built_in() -> std::result::Result<KnowledgeBase, Vec<RuleError>> {
         use rayon::prelude::*;
         BUILT_IN
             .par_iter()
-            .map(|(file, text)| parse_over(file, text, &base))
+            .zip(&files)
+            .map(|((file, text), own)| parse_over(file, text, Some(&base[own.clone()]), &base))
             .collect()
     };
     for ((file, text), parsed) in BUILT_IN.iter().zip(parsed) {
