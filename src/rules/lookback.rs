@@ -17,8 +17,7 @@ use super::TagKey;
 use crate::parse::typed::{DST_WORDS, ENDPOINT_WORDS, PORT_WORDS};
 use crate::parse::{parse_line, Event, Producer};
 use crate::pipeline::{Around, Text};
-use aho_corasick::AhoCorasick;
-use memchr::memchr_iter;
+use memchr::{memchr2_iter, memchr_iter};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, LazyLock};
 
@@ -141,36 +140,49 @@ fn bits(dst: bool, peer: bool, port: bool) -> u8 {
 /// ([`DST_WORDS`] and the others): what has none of a part's words is not
 /// read for that part.
 fn may_name(text: &[u8]) -> u8 {
-    static WORDS: LazyLock<(AhoCorasick, Vec<u8>)> = LazyLock::new(|| {
+    // Each word ends in its only `{` or `=`: the words in a text are those
+    // ending at one of its braces or equals signs, found by `memchr2` (a
+    // search for the words themselves was most of the cost of a shape's
+    // first line).
+    static WORDS: LazyLock<Words> = LazyLock::new(|| {
         let parts = [(DST_WORDS, DST), (ENDPOINT_WORDS, PEER), (PORT_WORDS, PORT)];
-        let all = || {
-            parts
-                .iter()
-                .flat_map(|(ws, p)| ws.iter().map(move |w| (*w, *p)))
-        };
-        let mut words: Vec<&str> = all().map(|(w, _)| w).collect();
-        words.sort_unstable();
-        words.dedup();
-        // Each word ends in its only `{` or `=`, so a word found inside
-        // another is one of its suffixes: a word stands for its suffixes'
-        // parts too, and matches need not overlap.
-        let part = words
+        let words: Vec<(&[u8], u8)> = parts
             .iter()
-            .map(|w| {
-                all()
-                    .filter(|(s, _)| w.ends_with(s))
-                    .fold(0, |b, (_, p)| b | p)
-            })
+            .flat_map(|(ws, p)| ws.iter().map(move |w| (w.as_bytes(), *p)))
             .collect();
-        let ac = AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(&words)
-            .expect("literals");
-        (ac, part)
+        let mut ending = [[0u32; 256]; 2];
+        for (i, (w, _)) in words.iter().enumerate() {
+            let [.., before, last] = w else { continue };
+            ending[usize::from(*last == b'=')][usize::from(*before)] |= 1 << i;
+        }
+        Words { words, ending }
     });
-    let (ac, part) = &*WORDS;
-    ac.find_iter(text)
-        .fold(0, |b, m| b | part[m.pattern().as_usize()])
+    let w = &*WORDS;
+    let mut named = 0;
+    for end in memchr2_iter(b'{', b'=', text) {
+        let Some(before) = end.checked_sub(1).map(|b| text[b]) else {
+            continue;
+        };
+        let mut which = w.ending[usize::from(text[end] == b'=')][usize::from(before)];
+        while which != 0 {
+            let (word, part) = w.words[which.trailing_zeros() as usize];
+            which &= which - 1;
+            if text[..=end].ends_with(word) {
+                named |= part;
+            }
+        }
+        if named == ALL {
+            break;
+        }
+    }
+    named
+}
+
+/// The words [`may_name`] looks for, and which of them end in each pair of
+/// bytes (`{` or `=`, and the byte before it), as bits.
+struct Words {
+    words: Vec<(&'static [u8], u8)>,
+    ending: [[u32; 256]; 2],
 }
 
 /// One block's lines by connection, as the block is read and afterwards.
@@ -559,8 +571,8 @@ mod tests {
     }
 
     proptest! {
-        /// One search without overlaps finds the parts of every word in a
-        /// text, words within words included (`tcp.forward{`).
+        /// The parts of every word in a text are found, words within words
+        /// included (`tcp.forward{`).
         #[test]
         fn may_name_finds_every_words_part(
             pieces in prop::collection::vec(
