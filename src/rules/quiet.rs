@@ -74,11 +74,22 @@ impl Quiet {
                 .build(pats)
                 .expect("literals compile")
         };
+        // The literals with a digit are few, and masked texts are full of
+        // `0`, which their prefilter took for a rare byte: a small DFA
+        // without one runs several times faster.
+        let digits_dfa = |pats: Vec<String>| {
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .kind(Some(AhoCorasickKind::DFA))
+                .prefilter(false)
+                .build(pats)
+                .expect("literals compile")
+        };
         Quiet {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             words: build(words.iter().map(|(_, w)| w.to_string()).collect()),
             digits: (!digits.is_empty())
-                .then(|| build(digits.iter().map(|(_, d)| masked(d)).collect())),
+                .then(|| digits_dfa(digits.iter().map(|(_, d)| masked(d)).collect())),
             digit_places: digits.iter().map(|(_, d)| places(d)).collect(),
             digit_of: digits.iter().map(|(i, _)| *i).collect(),
         }
