@@ -222,6 +222,7 @@ impl<'e> State<'e> {
                         n,
                         caps: &caps,
                         ctx: Some((&c, named)),
+                        subjects: Default::default(),
                     };
                     let group = h.group(&st.engine.rules[rule]);
                     st.group(rule, group).add(&h);
@@ -510,6 +511,7 @@ impl<'e> State<'e> {
                                 n,
                                 caps: &m.acc,
                                 ctx: ctx.as_ref().map(|c| (c, named)),
+                                subjects: Default::default(),
                             }),
                         })
                         .collect(),
@@ -532,6 +534,7 @@ impl<'e> State<'e> {
                 n,
                 caps: &caps,
                 ctx,
+                subjects: Default::default(),
             };
             let group = h.group(&st.engine.rules[rule]);
             st.group(rule, group).add(&h);

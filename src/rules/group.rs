@@ -9,6 +9,7 @@ use super::{Rule, Subject, TagKey};
 use crate::parse::typed::host_of;
 use crate::parse::{Event, Level, Producer};
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Evidence lines kept per finding.
@@ -237,12 +238,18 @@ pub(super) struct Hit<'h, 'e> {
     pub caps: &'h Caps,
     /// What its connection's earlier lines named of the parts it did not.
     pub ctx: Option<(&'h ConnCtx, Missing)>,
+    /// [`Hit::subjects`], found once for its group and its accumulator.
+    pub subjects: OnceCell<Vec<(Subject, Cow<'h, str>, u64)>>,
 }
 
 impl<'h> Hit<'h, '_> {
     /// The subjects the line names, each value with how often, in the
     /// order an accumulator's maps hold them.
-    fn subjects(&self) -> Vec<(Subject, Cow<'h, str>, u64)> {
+    fn subjects(&self) -> &[(Subject, Cow<'h, str>, u64)] {
+        self.subjects.get_or_init(|| self.find_subjects())
+    }
+
+    fn find_subjects(&self) -> Vec<(Subject, Cow<'h, str>, u64)> {
         let mut out: Vec<(Subject, Cow<'h, str>)> = Vec::new();
         let mut add = |s: Subject, v: Cow<'h, str>| {
             if names(&v) {
@@ -301,10 +308,10 @@ impl<'h> Hit<'h, '_> {
             return String::new();
         };
         self.subjects()
-            .into_iter()
+            .iter()
             .filter(|(s, ..)| *s == g)
             .min_by(|a, b| b.2.cmp(&a.2).then_with(|| a.1.cmp(&b.1)))
-            .map(|(_, v, _)| v.into_owned())
+            .map(|(_, v, _)| v.to_string())
             .unwrap_or_default()
     }
 
@@ -355,7 +362,7 @@ impl Acc {
             self.evidence.push(h.evidence());
         }
         let subjects = h.subjects();
-        for (s, v, n) in &subjects {
+        for (s, v, n) in subjects {
             self.subjects.entry(*s).or_default().add(v, *n);
         }
         if let Some(ev) = ev {
