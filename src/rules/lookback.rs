@@ -18,7 +18,7 @@ use crate::parse::typed::{DST_WORDS, ENDPOINT_WORDS, PORT_WORDS};
 use crate::parse::{parse_line, Event, Producer};
 use crate::pipeline::{Around, Text};
 use memchr::{memchr2_iter, memchr_iter};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, LazyLock};
 
 /// A line that names no client connection.
@@ -203,7 +203,8 @@ pub struct BlockConns {
     named: Vec<u8>,
     /// Lines read for their connection: when looked at, or as they went by
     /// when their line alone does not make their record.
-    read: HashMap<u32, Option<(String, ConnCtx)>>,
+    /// (Looked up for every line a look-back passes: FxHash, not SipHash.)
+    read: rustc_hash::FxHashMap<u32, Option<(String, ConnCtx)>>,
 }
 
 impl BlockConns {
