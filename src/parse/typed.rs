@@ -149,8 +149,14 @@ pub fn port_of(addr: &str) -> Option<u16> {
 
 /// `host:port` → host (IPv6 brackets removed).
 pub fn host_of(addr: &str) -> &str {
-    let h = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-    h.trim_start_matches('[').trim_end_matches(']')
+    // By bytes: summarize asks it of every line's client.
+    let b = addr.as_bytes();
+    let mut end = memchr::memrchr(b':', b).unwrap_or(b.len());
+    let start = b[..end].iter().take_while(|c| **c == b'[').count();
+    while end > start && b[end - 1] == b']' {
+        end -= 1;
+    }
+    &addr[start..end]
 }
 
 impl<'a> Event<'a> {
@@ -388,6 +394,32 @@ impl<'a> Event<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The host is what is before the last `:`, without the brackets
+        /// around it (the same as splitting and trimming as text).
+        #[test]
+        fn host_of_is_before_the_last_colon_without_brackets(
+            addr in "[\\[\\]:a-f0-9.é]{0,12}",
+        ) {
+            let h = addr.rsplit_once(':').map_or(addr.as_str(), |(h, _)| h);
+            prop_assert_eq!(host_of(&addr), h.trim_start_matches('[').trim_end_matches(']'));
+        }
+    }
+
+    #[test]
+    fn host_of_addresses() {
+        for (a, h) in [
+            ("10.0.0.1:8080", "10.0.0.1"),
+            ("[fd00::1]:80", "fd00::1"),
+            ("web", "web"),
+            ("[]:1", ""),
+            ("[[x]]", "x"),
+        ] {
+            assert_eq!(host_of(a), h, "{a}");
+        }
+    }
 
     /// Each key's identity comes from the line's fields before its spans',
     /// innermost span first, and the keys in their order whatever the

@@ -159,9 +159,11 @@ impl<'e> SummaryAcc<'e> {
         let endpoint = ev.endpoint();
         let msg = ev.message();
         let err = error.unwrap_or("");
+        // Most lines have no error: no search is set up for them.
+        let err_has = |t: &str| !err.is_empty() && err.contains(t);
         let is_connect_err = msg.starts_with("Failed to connect")
-            || err.contains("error trying to connect")
-            || err.contains("connect timed out");
+            || err_has("error trying to connect")
+            || err_has("connect timed out");
         if let Some(dst) = ev.dst() {
             let d = slot(&mut self.destinations, &dst);
             d.events += 1;
@@ -169,7 +171,7 @@ impl<'e> SummaryAcc<'e> {
                 d.requests_failed += 1;
             }
             let lower_ff = |t: &str| t.contains("fail-fast") || t.contains("failfast");
-            if lower_ff(msg) || lower_ff(err) {
+            if lower_ff(msg) || (!err.is_empty() && lower_ff(err)) {
                 d.failfast += 1;
             }
             if is_connect_err {
@@ -209,9 +211,7 @@ impl<'e> SummaryAcc<'e> {
             } else {
                 "peek sz>0".into()
             })
-        } else if err.contains("identity required")
-            || err.contains("must be mutually authenticated")
-        {
+        } else if err_has("identity required") || err_has("must be mutually authenticated") {
             Some("plaintext refused".into())
         } else {
             None
