@@ -150,6 +150,7 @@ fn may_name(text: &[u8]) -> u8 {
             .iter()
             .flat_map(|(ws, p)| ws.iter().map(move |w| (w.as_bytes(), *p)))
             .collect();
+        assert!(words.len() <= 32, "one bit per word");
         let mut ending = [[0u32; 256]; 2];
         for (i, (w, _)) in words.iter().enumerate() {
             let [.., before, last] = w else { continue };
