@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod other;
 pub mod plain;
 pub mod recover;
+mod shape_views;
 pub mod template;
 pub mod typed;
 

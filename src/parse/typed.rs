@@ -4,6 +4,7 @@
 
 use super::event::{Event, Names};
 use super::fields::split_list;
+use super::shape_views::View;
 use crate::span_names;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -178,6 +179,10 @@ impl<'a> Event<'a> {
     /// The error text: the `error` field, or the text after `: ` in messages
     /// that carry their error inline (`Failed to proxy request: …`).
     pub fn error(&self) -> Option<&str> {
+        self.by_shape(View::Error, Event::find_error)
+    }
+
+    fn find_error(&self) -> Option<&str> {
         if let Some(e) = self.first_of(&["error", "err"]) {
             // 0.2.x renderings glue sources into the value.
             let e = e.split(" error.source=").next().unwrap_or(e);
@@ -226,6 +231,10 @@ impl<'a> Event<'a> {
 
     /// The connecting client: `client.addr` / `peer.addr` of the accept span.
     pub fn client_addr(&self) -> Option<&str> {
+        self.by_shape(View::ClientAddr, Event::find_client_addr)
+    }
+
+    fn find_client_addr(&self) -> Option<&str> {
         self.first_of(&["client.addr", "client_addr", "client"])
             .filter(|a| a.contains(':'))
             .or_else(|| {
@@ -239,6 +248,10 @@ impl<'a> Event<'a> {
 
     /// The address the client connected to (inbound: this pod's port).
     pub fn target_addr(&self) -> Option<&str> {
+        self.by_shape(View::TargetAddr, Event::find_target_addr)
+    }
+
+    fn find_target_addr(&self) -> Option<&str> {
         self.first_of(&["target.addr", "target_addr"])
             .or_else(|| {
                 self.span_first(
@@ -269,17 +282,7 @@ impl<'a> Event<'a> {
 
     /// The logical destination (service authority) the request went to.
     pub fn dst(&self) -> Option<Cow<'_, str>> {
-        if let Some(d) = self
-            .span_first(span_names!["logical"], &["dst", "addr"])
-            .or_else(|| self.span_first(span_names!["gateway"], &["target", "dst"]))
-            .or_else(|| {
-                self.span_first(
-                    span_names!["concrete", "profile", "balance", "target", "ingress"],
-                    &["addr", "dst"],
-                )
-            })
-            .or_else(|| self.field("dst"))
-        {
+        if let Some(d) = self.by_shape(View::DstSliced, Event::dst_sliced) {
             return Some(Cow::Borrowed(d));
         }
         if let Some(svc) = self.span("service") {
@@ -289,11 +292,29 @@ impl<'a> Event<'a> {
                 return Some(Cow::Owned(format!("{name}.{ns}.svc.cluster.local:{port}")));
             }
         }
+        self.by_shape(View::DstLegacy, Event::dst_legacy)
+            .map(Cow::Borrowed)
+    }
+
+    /// [`Event::dst`] where a span or field names it.
+    fn dst_sliced(&self) -> Option<&str> {
+        self.span_first(span_names!["logical"], &["dst", "addr"])
+            .or_else(|| self.span_first(span_names!["gateway"], &["target", "dst"]))
+            .or_else(|| {
+                self.span_first(
+                    span_names!["concrete", "profile", "balance", "target", "ingress"],
+                    &["addr", "dst"],
+                )
+            })
+            .or_else(|| self.field("dst"))
+    }
+
+    /// [`Event::dst`] where neither that nor `service{…}` names it.
+    fn dst_legacy(&self) -> Option<&str> {
         self.span_first(span_names!["proxy", "tcp.forward"], &["addr"])
             .filter(|_| self.has_span("outbound"))
             .or_else(|| self.legacy_client_dst())
             .or_else(|| self.span_first(span_names!["authority"], &["addr"]))
-            .map(Cow::Borrowed)
     }
 
     /// Pre-2.7 `proxy={client=out dst=…}`: the upstream a task connects to.
@@ -305,6 +326,10 @@ impl<'a> Event<'a> {
 
     /// The endpoint (pod address) a connection was made to.
     pub fn endpoint(&self) -> Option<&str> {
+        self.by_shape(View::Endpoint, Event::find_endpoint)
+    }
+
+    fn find_endpoint(&self) -> Option<&str> {
         self.span_first(
             span_names!["endpoint", "forward"],
             &["peer.addr", "server.addr", "addr"],

@@ -1,0 +1,120 @@
+//! Where a typed view finds its text, found once per line shape
+//! ([`template`](super::template)) rather than searched for in each of its
+//! lines. Every line of a shape is cut at the same places and has the same
+//! bytes but for its digits, and the views kept here decide by names and
+//! punctuation alone (field keys, span names, `:`, `error.source=`), never
+//! by a digit: so each of a shape's lines finds its view at the same place.
+
+use super::event::Event;
+use super::template::ById;
+use std::cell::RefCell;
+
+/// The views kept per shape.
+#[derive(Clone, Copy)]
+pub(super) enum View {
+    ClientAddr,
+    TargetAddr,
+    Endpoint,
+    Error,
+    /// [`Event::dst`] before its `service{…}` spelling (which it builds,
+    /// not slices), and after it.
+    DstSliced,
+    DstLegacy,
+}
+
+const VIEWS: usize = 6;
+
+/// Shapes kept per thread before starting over.
+const MAX_SHAPES: usize = 16384;
+
+#[derive(Clone, Copy, Default)]
+enum Place {
+    #[default]
+    Unknown,
+    Absent,
+    /// A range of the line.
+    At(u32, u32),
+    /// Not a slice of the line (a copied value): found in each line.
+    Elsewhere,
+}
+
+thread_local! {
+    static PLACES: RefCell<ById<[Place; VIEWS]>> = RefCell::new(ById::default());
+}
+
+impl<'a> Event<'a> {
+    /// `find(self)`, found where the first line of the event's shape found
+    /// it when that line was read alone (not joined to another).
+    pub(super) fn by_shape<'s>(
+        &'s self,
+        view: View,
+        find: impl FnOnce(&'s Self) -> Option<&'s str>,
+    ) -> Option<&'s str> {
+        if self.shape == 0 || self.continuation.is_some() || self.lines != 1 {
+            return find(self);
+        }
+        let text: &str = &self.text;
+        let known = PLACES.with(|p| p.borrow().get(&self.shape).map(|v| v[view as usize]));
+        match known.unwrap_or_default() {
+            Place::Absent => return None,
+            Place::At(s, e) => {
+                if let Some(t) = text.get(s as usize..e as usize) {
+                    return Some(t);
+                }
+            }
+            Place::Elsewhere | Place::Unknown => {}
+        }
+        let found = find(self);
+        let place = match found {
+            None => Place::Absent,
+            Some(f) => {
+                let start = (f.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+                match (u32::try_from(start), u32::try_from(start + f.len())) {
+                    (Ok(s), Ok(e)) if (e as usize) <= text.len() => Place::At(s, e),
+                    _ => Place::Elsewhere,
+                }
+            }
+        };
+        PLACES.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() >= MAX_SHAPES && !p.contains_key(&self.shape) {
+                p.clear();
+            }
+            p.entry(self.shape).or_default()[view as usize] = place;
+        });
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse::parse_line;
+
+    /// Each line of a shape, its first and the later ones, finds every
+    /// view where a search of the line itself finds it.
+    #[test]
+    fn a_shapes_lines_find_their_views_where_a_search_does() {
+        let lines = [
+            "[    12.001000s]  WARN ThreadId(01) inbound:accept{client.addr=10.2.0.7:51234 target.addr=10.2.0.9:8080}:server{port=8080}: linkerd_app_core::errors: Failed to proxy request: connection closed error.source=broken pipe",
+            "[   912.001000s]  WARN ThreadId(02) inbound:accept{client.addr=10.12.0.71:1234 target.addr=10.2.0.99:80}:server{port=80}: linkerd_app_core::errors: Failed to proxy request: connection closed error.source=broken pipe",
+            "[     1.000000s] DEBUG ThreadId(01) outbound:proxy{addr=10.96.0.1:443}:service{ns=web name=api port=443}:endpoint{addr=10.1.0.4:443}: linkerd_proxy_transport::connect: Connecting peer.addr=10.1.0.4:443 error=connect timed out after 1s",
+            "[    31.000000s] DEBUG ThreadId(03) outbound:proxy{addr=10.96.0.17:8443}:service{ns=web name=api port=8443}:endpoint{addr=10.1.0.45:8443}: linkerd_proxy_transport::connect: Connecting peer.addr=10.1.0.45:8443 error=connect timed out after 10s",
+            "[     2.000000s]  INFO ThreadId(01) outbound:proxy{addr=10.96.0.1:80}:logical{dst=web.ns.svc.cluster.local:80}:concrete{addr=web.ns.svc.cluster.local:80}: linkerd_app_core::serve: Connection closed",
+            "[    22.000000s]  INFO ThreadId(01) outbound:proxy{addr=10.96.0.12:81}:logical{dst=web.ns.svc.cluster.local:81}:concrete{addr=web.ns.svc.cluster.local:81}: linkerd_app_core::serve: Connection closed",
+            r#"{"timestamp":"[     3.000000s]","level":"WARN","fields":{"message":"Failed to proxy request: timed out","client.addr":"10.0.0.1:5000"},"target":"linkerd_app_core::errors","spans":[{"name":"outbound"},{"name":"proxy","addr":"10.96.0.3:80"}],"threadId":"ThreadId(1)"}"#,
+            r#"{"timestamp":"[    33.000000s]","level":"WARN","fields":{"message":"Failed to proxy request: timed out","client.addr":"10.0.0.12:5"},"target":"linkerd_app_core::errors","spans":[{"name":"outbound"},{"name":"proxy","addr":"10.96.0.31:8080"}],"threadId":"ThreadId(2)"}"#,
+        ];
+        for l in lines.iter().chain(lines.iter()) {
+            let ev = parse_line(l).unwrap();
+            assert_ne!(ev.shape, 0, "{l}");
+            // The same event, not of a shape: each view searched for.
+            let mut alone = ev.clone();
+            alone.shape = 0;
+            assert_eq!(ev.error(), alone.error(), "{l}");
+            assert_eq!(ev.client_addr(), alone.client_addr(), "{l}");
+            assert_eq!(ev.target_addr(), alone.target_addr(), "{l}");
+            assert_eq!(ev.endpoint(), alone.endpoint(), "{l}");
+            assert_eq!(ev.dst(), alone.dst(), "{l}");
+        }
+    }
+}
