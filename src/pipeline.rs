@@ -46,6 +46,8 @@ pub trait Accumulator: Send {
 #[derive(Clone, Copy)]
 pub struct Around<'b> {
     pub data: &'b [u8],
+    /// Where each of its lines ends ([`Blocks::ends`](input::Blocks::ends)).
+    pub ends: &'b [usize],
     pub first_line: u64,
 }
 
@@ -53,6 +55,7 @@ impl Around<'_> {
     /// No block: a record read on its own.
     pub const NONE: Around<'static> = Around {
         data: b"",
+        ends: &[],
         first_line: 1,
     };
 }
@@ -90,13 +93,21 @@ impl Options {
 
 /// Tokenizes one block of whole lines into a fresh accumulator; lines in
 /// the lean shape that it takes are not tokenized.
-pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64, mut acc: A) -> A {
-    let arena = Arena::new();
-    let mut tok = Tokenizer::new(&arena);
+pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64, acc: A) -> A {
+    let ends: Vec<usize> = memchr::memchr_iter(b'\n', block).collect();
     let around = Around {
         data: block,
+        ends: &ends,
         first_line,
     };
+    process_lines(source, &around, acc)
+}
+
+/// [`process_block`] of a block whose line ends are known.
+fn process_lines<A: Accumulator>(source: &str, around: &Around<'_>, mut acc: A) -> A {
+    let arena = Arena::new();
+    let mut tok = Tokenizer::new(&arena);
+    let block = around.data;
     // Most blocks are UTF-8 without escape bytes (colour codes): checked
     // once here, not line by line. Lean lines are looked for only in such a
     // block, whose lines `normalize` leaves as they are.
@@ -104,14 +115,15 @@ pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64
         .ok()
         .filter(|_| memchr(0x1b, block).is_none());
     let text = clean.filter(|_| acc.wants_lean());
-    let emit = |acc: &mut A, r: &mut Record<'_>| acc.record_in(source, r, &around);
-    let (mut pos, mut n) = (0, first_line);
+    let emit = |acc: &mut A, r: &mut Record<'_>| acc.record_in(source, r, around);
+    let (mut pos, mut n) = (0, around.first_line);
+    let mut ends = around.ends.iter();
     while pos < block.len() {
-        let end = memchr(b'\n', &block[pos..]).map_or(block.len(), |i| pos + i);
+        let end = ends.next().copied().unwrap_or(block.len());
         if let Some(l) = text.and_then(|t| template::seen(&t[pos..end])) {
             // A record the tokenizer holds ends before this line.
             tok.flush(&mut |r| emit(&mut acc, r));
-            if acc.lean(source, n, &l, &around) {
+            if acc.lean(source, n, &l, around) {
                 (pos, n) = (end + 1, n + 1);
                 continue;
             }
@@ -131,17 +143,28 @@ pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64
 pub struct Text {
     pub source: String,
     pub data: Vec<u8>,
+    /// Where each of its lines ends ([`Blocks::ends`](input::Blocks::ends)).
+    pub ends: Vec<usize>,
     pub first_line: u64,
     pub cuts: Vec<Cut>,
 }
 
 impl Text {
+    /// The block, to read its lines.
+    pub fn around(&self) -> Around<'_> {
+        Around {
+            data: &self.data,
+            ends: &self.ends,
+            first_line: self.first_line,
+        }
+    }
+
     /// A fresh accumulator told of the block's cut lines, then fed its lines.
     fn process<A: Accumulator>(&self, mut acc: A) -> A {
         for c in &self.cuts {
             acc.cut(&self.source, *c);
         }
-        process_block(&self.source, &self.data, self.first_line, acc)
+        process_lines(&self.source, &self.around(), acc)
     }
 }
 
@@ -187,6 +210,7 @@ impl<'s> Reader<'s> {
                     return Some(Text {
                         source: self.name.clone(),
                         cuts: blocks.cuts().to_vec(),
+                        ends: blocks.ends().to_vec(),
                         data: buf,
                         first_line,
                     });

@@ -85,6 +85,12 @@ fn run_capped(input: &[u8], size: usize, max_line: usize) -> (Vec<Rec>, Vec<u64>
     let mut buf = Vec::new();
     let (mut recs, mut firsts, mut cuts) = (Vec::new(), Vec::new(), Vec::new());
     while let Some(first) = blocks.next_into(&mut buf).unwrap() {
+        let ends: Vec<usize> = (0..buf.len()).filter(|i| buf[*i] == b'\n').collect();
+        assert_eq!(
+            blocks.ends(),
+            ends,
+            "the reader's line ends are the block's"
+        );
         recs.extend(process_block("prop", &buf, first, Acc::default()).0);
         firsts.push(first);
         cuts.extend_from_slice(blocks.cuts());

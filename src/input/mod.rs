@@ -278,6 +278,11 @@ pub struct Blocks<'s> {
     pending_cuts: Vec<Cut>,
     /// The cuts in the block last returned.
     block_cuts: Vec<Cut>,
+    /// Where each line of the buffer's scanned bytes ends (its `\n`), found
+    /// as they are scanned; and those of the block last returned, so that
+    /// no later pass looks for them again.
+    ends: Vec<usize>,
+    block_ends: Vec<usize>,
     /// The number of the line being scanned, and its bytes dropped so far.
     read_line: u64,
     dropped: u64,
@@ -300,6 +305,8 @@ impl<'s> Blocks<'s> {
             line_start: 0,
             pending_cuts: Vec::new(),
             block_cuts: Vec::new(),
+            ends: Vec::new(),
+            block_ends: Vec::new(),
             read_line: 1,
             dropped: 0,
             error: None,
@@ -341,6 +348,12 @@ impl<'s> Blocks<'s> {
         &self.block_cuts
     }
 
+    /// Where each line of the block `next_into` returned last ends: the
+    /// offset of its `\n` (a last line without one ends at the block's end).
+    pub fn ends(&self) -> &[usize] {
+        &self.block_ends
+    }
+
     /// Fills `buf` with the next block and returns the number of its first
     /// line; `None` at the end.
     pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<Option<u64>> {
@@ -375,13 +388,19 @@ impl<'s> Blocks<'s> {
         // The carry was scanned as it was read (but for an undecided CR).
         self.carry.extend_from_slice(&buf[cut..]);
         buf.truncate(cut);
+        let k = self.ends.partition_point(|e| *e < cut);
+        self.block_ends.clear();
+        self.block_ends.extend(self.ends.drain(..k));
+        for e in &mut self.ends {
+            *e -= cut;
+        }
         self.scanned = self.scanned.saturating_sub(cut);
         self.line_start = self.line_start.saturating_sub(cut);
         if buf.is_empty() {
             return Ok(None);
         }
         let first = self.line_no;
-        self.line_no += count_lines(buf);
+        self.line_no += (self.block_ends.len() + usize::from(!buf.ends_with(b"\n"))) as u64;
         let next = self.line_no;
         self.block_cuts.clear();
         self.block_cuts
@@ -466,6 +485,7 @@ impl<'s> Blocks<'s> {
             r = seg;
             if line_end {
                 buf[w] = b'\n';
+                self.ends.push(w);
                 w += 1;
                 r += 1;
                 self.end_line();
@@ -493,14 +513,18 @@ impl<'s> Blocks<'s> {
             return false;
         }
         let (mut start, mut lines) = (self.line_start, 0);
+        let known = self.ends.len();
         for p in memchr_iter(b'\n', &buf[from..]) {
             if from + p - start > self.max_line {
+                self.ends.truncate(known);
                 return false;
             }
+            self.ends.push(from + p);
             start = from + p + 1;
             lines += 1;
         }
         if buf.len() - start > self.max_line {
+            self.ends.truncate(known);
             return false;
         }
         self.read_line += lines;

@@ -17,7 +17,7 @@ use super::TagKey;
 use crate::parse::typed::{DST_WORDS, ENDPOINT_WORDS, PORT_WORDS};
 use crate::parse::{parse_line, Event, Producer};
 use crate::pipeline::{Around, Text};
-use memchr::{memchr2_iter, memchr_iter};
+use memchr::memchr2_iter;
 use std::collections::VecDeque;
 use std::sync::{Arc, LazyLock};
 
@@ -197,8 +197,6 @@ pub struct BlockConns {
     last: ByKey<u32>,
     prev: Vec<u32>,
     indexed: usize,
-    /// Where each line starts, made at the first look back.
-    starts: Vec<u32>,
     /// The parts each line may name ([`may_name`]), by its index; [`LAZY`]
     /// until asked, for a line whose shape did not tell.
     named: Vec<u8>,
@@ -254,7 +252,7 @@ impl BlockConns {
     /// What `client`'s lines before index `i` (all of them with
     /// `usize::MAX`) named of the `missing` parts, each from the last line
     /// that named it.
-    fn before(&mut self, client: &str, i: usize, missing: Missing, data: &[u8]) -> ConnCtx {
+    fn before(&mut self, client: &str, i: usize, missing: Missing, data: &Around<'_>) -> ConnCtx {
         while self.indexed < self.keys.len() {
             let k = self.keys[self.indexed];
             let before = if k == NONE {
@@ -300,21 +298,17 @@ impl BlockConns {
     }
 
     /// The text of line `j`.
-    fn text<'d>(&mut self, j: usize, data: &'d [u8]) -> &'d [u8] {
-        if self.starts.is_empty() {
-            self.starts.push(0);
-            self.starts
-                .extend(memchr_iter(b'\n', data).map(|p| p as u32 + 1));
-        }
-        let start = self.starts.get(j).map_or(data.len(), |s| *s as usize);
-        let end = self
-            .starts
-            .get(j + 1)
-            .map_or(data.len(), |s| *s as usize - 1);
+    fn text<'d>(&self, j: usize, block: &Around<'d>) -> &'d [u8] {
+        let (data, ends) = (block.data, block.ends);
+        let start = match j.checked_sub(1) {
+            None => 0,
+            Some(p) => ends.get(p).map_or(data.len(), |e| e + 1),
+        };
+        let end = ends.get(j).copied().unwrap_or(data.len());
         &data[start.min(end)..end]
     }
 
-    fn may_name(&mut self, j: usize, data: &[u8]) -> u8 {
+    fn may_name(&mut self, j: usize, data: &Around<'_>) -> u8 {
         if let Some(r) = self.read.get(&(j as u32)) {
             return r.as_ref().map_or(0, |(_, c)| {
                 bits(c.dst.is_some(), c.peer.is_some(), c.port.is_some())
@@ -333,7 +327,7 @@ impl BlockConns {
     }
 
     /// Line `j`'s connection and what it names, reading it again if need be.
-    fn line(&mut self, j: usize, data: &[u8]) -> Option<&(String, ConnCtx)> {
+    fn line(&mut self, j: usize, data: &Around<'_>) -> Option<&(String, ConnCtx)> {
         if !self.read.contains_key(&(j as u32)) {
             let text = self.text(j, data);
             let arena = typed_arena::Arena::new();
@@ -372,7 +366,7 @@ impl History {
                 break;
             };
             let (text, conns) = &mut self.blocks[i as usize];
-            let part = conns.before(client, usize::MAX, missing, &text.data);
+            let part = conns.before(client, usize::MAX, missing, &text.around());
             missing = missing.without(&part);
             ctx.dst = ctx.dst.or(part.dst);
             ctx.peer = ctx.peer.or(part.peer);
@@ -469,7 +463,7 @@ impl Lookback {
             Lookback::Remember(conns) => conns.get(client).cloned(),
             Lookback::Blocks { block, .. } => {
                 let i = line.checked_sub(around.first_line)? as usize;
-                let ctx = block.before(client, i, missing, around.data);
+                let ctx = block.before(client, i, missing, around);
                 (ctx != ConnCtx::default()).then_some(ctx)
             }
         }
@@ -490,7 +484,7 @@ impl Lookback {
             return None;
         };
         let j = line.checked_sub(around.first_line)? as usize;
-        Some(block.text(j, around.data))
+        Some(block.text(j, around))
     }
 
     pub fn end_block(&mut self, t: &Arc<Text>) {
