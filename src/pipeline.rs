@@ -111,7 +111,7 @@ fn process_lines<A: Accumulator>(source: &str, around: &Around<'_>, mut acc: A) 
     // Most blocks are UTF-8 without escape bytes (colour codes): checked
     // once here, not line by line. Lean lines are looked for only in such a
     // block, whose lines `normalize` leaves as they are.
-    let clean = std::str::from_utf8(block)
+    let clean = simdutf8::basic::from_utf8(block)
         .ok()
         .filter(|_| memchr(0x1b, block).is_none());
     let text = clean.filter(|_| acc.wants_lean());
