@@ -1,7 +1,8 @@
 //! Explain's fast path gives the report its slow path gives: quiet lines
 //! counted without their events, lines read through the shapes cache, a
 //! shape's literals found once, and connection context looked back for, on every corpus log and on generated
-//! logs of each scenario and format.
+//! logs of each scenario and format. So does parse's: lines written from
+//! their shape's record.
 
 #[path = "../examples/gen.rs"]
 #[allow(dead_code)]
@@ -9,8 +10,9 @@ mod gen;
 
 mod common;
 
+use lpa::cli::{parse_records, Only, ParseFilter};
 use lpa::input::Source;
-use lpa::parse::{template, Event};
+use lpa::parse::{template, Event, Level};
 use lpa::pipeline::{process_block, run, Options};
 use lpa::report::summary::{Summary, SummaryAcc};
 use lpa::rules::{self, engine::Engine};
@@ -179,6 +181,80 @@ fn looking_back_finds_what_remembering_kept() {
     }
 }
 
+/// `lpa parse` of `data`, its lines written from their shape's record or
+/// each from its event.
+fn parse_output(
+    data: &[u8],
+    by_shape: bool,
+    level: Option<Level>,
+    only: Only,
+    max_line: usize,
+) -> String {
+    let (mut sources, mut opts) = input("in.log", data, 64 << 10);
+    opts.max_line = max_line;
+    let filter = ParseFilter {
+        level,
+        only,
+        by_shape,
+    };
+    let mut out = Vec::new();
+    parse_records(&mut sources, &opts, filter, |c| {
+        out.extend_from_slice(c);
+        Ok(())
+    })
+    .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// Parse writes the same records whether a line's comes from its shape's
+/// record or from its event, with every filter, and with lines cut.
+#[test]
+fn parse_records_by_shape_are_the_same() {
+    for (name, data) in corpus().into_iter().chain(generated(1 << 20)) {
+        for (level, only, max_line) in [
+            (None, Only::All, 2 << 20),
+            (Some(Level::Warn), Only::Events, 2 << 20),
+            (None, Only::Unparsed, 2 << 20),
+            (None, Only::All, 200),
+        ] {
+            let want = parse_output(&data, false, level, only, max_line);
+            let got = parse_output(&data, true, level, only, max_line);
+            assert!(got == want, "{name} {level:?} {only:?} {max_line}");
+        }
+    }
+}
+
+/// Lines of one shape whose digits decide their status (`099` is none),
+/// their size (past `u64`, none) and their component (`h2` is the proxy's
+/// HTTP/2 crate, `h7` nothing known), plain and JSON.
+#[test]
+fn what_a_shapes_digits_decide_is_read_from_each_line() {
+    let plain = |up: &str, root: &str, status: &str, sz: &str| {
+        format!("[{up}s] DEBUG ThreadId(01) outbound:proxy{{addr=10.0.0.1:80}}: {root}::codec::framed_read: received status={status} sz={sz} frame=Data\n")
+    };
+    let json = |up: &str, root: &str, status: &str| {
+        format!(
+            r#"{{"timestamp":"[{up}s]","level":"WARN","fields":{{"message":"Failed","status":{status}}},"target":"{root}::proto","spans":[{{"name":"outbound"}}],"threadId":"ThreadId(1)"}}"#
+        ) + "\n"
+    };
+    let mut text = String::new();
+    for (up, root, status, sz, json_status) in [
+        ("     1.000000", "h2", "503", "12345678901234567890", "503"),
+        ("     2.000000", "h7", "099", "99999999999999999999", "999"),
+        ("     3.000000", "h2", "999", "00000000000000000012", "200"),
+        ("     4.000000", "h7", "200", "12345678901234567890", "404"),
+    ] {
+        text += &plain(up, root, status, sz);
+        text += &json(up, root, json_status);
+    }
+    let want = parse_output(text.as_bytes(), false, None, Only::All, 2 << 20);
+    assert!(want.contains(r#""component":"unknown""#) && want.contains(r#""status":200"#));
+    assert_eq!(
+        parse_output(text.as_bytes(), true, None, Only::All, 2 << 20),
+        want
+    );
+}
+
 fn corpus_lines() -> Vec<String> {
     let mut lines: Vec<String> = corpus()
         .into_iter()
@@ -231,5 +307,36 @@ proptest! {
                 prop_assert_eq!(format!("true {ev:?}"), parsed(l), "{}", l);
             }
         }
+    }
+
+    /// Lines of one shape whose digits make their status, size, uptime and
+    /// component differ (`status=099` is none; `h2` is not `h3`) are
+    /// written as their events would be.
+    #[test]
+    fn a_line_is_written_from_its_shape_as_from_its_event(
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 4),
+        digits in prop::collection::vec(0u8..10, 256),
+    ) {
+        let mut lines = corpus_lines();
+        lines.extend([
+            "[     1.000000s] DEBUG ThreadId(01) outbound:proxy{addr=10.0.0.1:80}: h2::codec::framed_read: received status=503 sz=12 frame=Data { stream_id: StreamId(1) }".to_string(),
+            r#"{"timestamp":"[     1.000000s]","level":"WARN","fields":{"message":"Failed","status":503,"sz":"12"},"target":"h2::proto","spans":[{"name":"outbound"}],"threadId":"ThreadId(1)"}"#.to_string(),
+        ]);
+        let mut d = digits.iter().cycle();
+        let mut text = String::new();
+        for pick in &picks {
+            let line = &lines[pick.index(lines.len())];
+            text.push_str(line);
+            text.push('\n');
+            let other: String = line
+                .chars()
+                .map(|c| if c.is_ascii_digit() { char::from(b'0' + d.next().unwrap()) } else { c })
+                .collect();
+            text.push_str(&other);
+            text.push('\n');
+        }
+        let data = text.as_bytes();
+        let want = parse_output(data, false, None, Only::All, 2 << 20);
+        prop_assert_eq!(parse_output(data, true, None, Only::All, 2 << 20), want);
     }
 }

@@ -8,6 +8,7 @@ pub use args::*;
 use out::Out;
 
 use crate::input::{self, Cut, Source};
+use crate::parse::template::Seen;
 use crate::parse::{Level, Record};
 use crate::pipeline::{self, Accumulator};
 use crate::report::explain::{self, Report};
@@ -31,6 +32,24 @@ struct ParseOut {
     cuts: Vec<Cut>,
     level: Option<Level>,
     only: Only,
+    /// Write lines read through their shape from their shape's record.
+    by_shape: bool,
+}
+
+impl ParseOut {
+    fn keeps_events_at(&self, level: Option<Level>) -> bool {
+        self.only != Only::Unparsed && self.level.is_none_or(|min| level.is_some_and(|l| l >= min))
+    }
+
+    /// A record of the lines before `end` was written (or left out): the
+    /// lines among them cut come after it.
+    fn record_ends(&mut self, source: &str, end: u64) {
+        while let Some(c) = self.cuts.first().filter(|c| c.line < end).copied() {
+            self.cuts.remove(0);
+            jsonl::write_cut(self.out.buf(), source, c);
+        }
+        self.out.record_done();
+    }
 }
 
 impl Accumulator for ParseOut {
@@ -40,23 +59,34 @@ impl Accumulator for ParseOut {
 
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         let keep = match rec {
-            Record::Event(e) => {
-                self.only != Only::Unparsed
-                    && self
-                        .level
-                        .is_none_or(|min| e.level.is_some_and(|l| l >= min))
-            }
+            Record::Event(e) => self.keeps_events_at(e.level),
             Record::Unparsed { .. } => self.only != Only::Events && self.level.is_none(),
         };
         if keep {
             jsonl::write_record(self.out.buf(), source, rec);
         }
-        let end = rec.line() + u64::from(rec.lines());
-        while let Some(c) = self.cuts.first().filter(|c| c.line < end).copied() {
-            self.cuts.remove(0);
-            jsonl::write_cut(self.out.buf(), source, c);
+        self.record_ends(source, rec.line() + u64::from(rec.lines()));
+    }
+
+    fn wants_lean(&self) -> bool {
+        self.by_shape
+    }
+
+    /// A line read through its shape is written from its shape's record
+    /// ([`jsonl::write_seen`]), without its event.
+    fn lean(&mut self, source: &str, line: u64, seen: &Seen<'_>, _: &pipeline::Around<'_>) -> bool {
+        if seen.cut {
+            return false;
         }
-        self.out.record_done();
+        let written = if self.keeps_events_at(seen.level) {
+            jsonl::write_seen(self.out.buf(), source, line, seen)
+        } else {
+            seen.uptime().is_some()
+        };
+        if written {
+            self.record_ends(source, line + 1);
+        }
+        written
     }
 }
 
@@ -80,26 +110,53 @@ fn cmd_parse(
     let mut opts = pipeline::Options::blocks_of(1 << 20);
     opts.progress = !out.quiet;
     opts.max_line = max_line;
-    pipeline::stream(
-        &mut sources,
-        &opts,
-        |chunks| ParseOut {
-            out: chunks,
-            level,
-            only,
-            cuts: Vec::new(),
-        },
-        |chunk| {
-            if out.anon.is_some() || out.quiet {
-                // JSON output is UTF-8 by construction.
-                out.write(&String::from_utf8_lossy(chunk))
-            } else {
-                Ok(stdout.lock().write_all(chunk)?)
-            }
-        },
-    )?;
+    let filter = ParseFilter {
+        level,
+        only,
+        by_shape: true,
+    };
+    parse_records(&mut sources, &opts, filter, |chunk| {
+        if out.anon.is_some() || out.quiet {
+            // JSON output is UTF-8 by construction.
+            out.write(&String::from_utf8_lossy(chunk))
+        } else {
+            Ok(stdout.lock().write_all(chunk)?)
+        }
+    })?;
     stdout.lock().flush()?;
     Ok(0)
+}
+
+/// Which records `lpa parse` writes, and how.
+#[derive(Clone, Copy)]
+pub struct ParseFilter {
+    pub level: Option<Level>,
+    pub only: Only,
+    /// Write lines read through a line shape from the shape's record
+    /// rather than from their events (the same bytes).
+    pub by_shape: bool,
+}
+
+/// `lpa parse`: the records of `sources` as JSON lines, handed to `write`
+/// in input order.
+pub fn parse_records(
+    sources: &mut [Source],
+    opts: &pipeline::Options,
+    filter: ParseFilter,
+    write: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
+    pipeline::stream(
+        sources,
+        opts,
+        |chunks| ParseOut {
+            out: chunks,
+            level: filter.level,
+            only: filter.only,
+            cuts: Vec::new(),
+            by_shape: filter.by_shape,
+        },
+        write,
+    )
 }
 
 /// Runs the rule engine over the inputs (in parallel blocks).

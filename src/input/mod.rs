@@ -281,7 +281,7 @@ pub struct Blocks<'s> {
     /// Where each line of the buffer's scanned bytes ends (its `\n`), found
     /// as they are scanned; and those of the block last returned, so that
     /// no later pass looks for them again.
-    ends: Vec<usize>,
+    scanned_ends: Vec<usize>,
     block_ends: Vec<usize>,
     /// The number of the line being scanned, and its bytes dropped so far.
     read_line: u64,
@@ -305,7 +305,7 @@ impl<'s> Blocks<'s> {
             line_start: 0,
             pending_cuts: Vec::new(),
             block_cuts: Vec::new(),
-            ends: Vec::new(),
+            scanned_ends: Vec::new(),
             block_ends: Vec::new(),
             read_line: 1,
             dropped: 0,
@@ -388,10 +388,10 @@ impl<'s> Blocks<'s> {
         // The carry was scanned as it was read (but for an undecided CR).
         self.carry.extend_from_slice(&buf[cut..]);
         buf.truncate(cut);
-        let k = self.ends.partition_point(|e| *e < cut);
+        let k = self.scanned_ends.partition_point(|e| *e < cut);
         self.block_ends.clear();
-        self.block_ends.extend(self.ends.drain(..k));
-        for e in &mut self.ends {
+        self.block_ends.extend(self.scanned_ends.drain(..k));
+        for e in &mut self.scanned_ends {
             *e -= cut;
         }
         self.scanned = self.scanned.saturating_sub(cut);
@@ -485,7 +485,7 @@ impl<'s> Blocks<'s> {
             r = seg;
             if line_end {
                 buf[w] = b'\n';
-                self.ends.push(w);
+                self.scanned_ends.push(w);
                 w += 1;
                 r += 1;
                 self.end_line();
@@ -513,18 +513,18 @@ impl<'s> Blocks<'s> {
             return false;
         }
         let (mut start, mut lines) = (self.line_start, 0);
-        let known = self.ends.len();
+        let known = self.scanned_ends.len();
         for p in memchr_iter(b'\n', &buf[from..]) {
             if from + p - start > self.max_line {
-                self.ends.truncate(known);
+                self.scanned_ends.truncate(known);
                 return false;
             }
-            self.ends.push(from + p);
+            self.scanned_ends.push(from + p);
             start = from + p + 1;
             lines += 1;
         }
         if buf.len() - start > self.max_line {
-            self.ends.truncate(known);
+            self.scanned_ends.truncate(known);
             return false;
         }
         self.read_line += lines;

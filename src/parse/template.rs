@@ -74,7 +74,7 @@ impl std::hash::Hasher for IdHasher {
 }
 
 /// Where a line's clock is, and how it is read.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Clock {
     /// The plain format's uptime bracket: the digits before and after the
     /// point.
@@ -276,17 +276,12 @@ impl Shape {
         ev.reset(self.producer, line);
         ev.level = self.level;
         ev.thread = self.thread.map(|r| Cow::Borrowed(at(r)));
-        match self.clock {
-            Clock::Bracket { secs, frac } => {
-                let Some(up) = seconds(at(secs), at(frac)) else {
-                    return false;
-                };
-                let digits = (frac.1 - frac.0) as usize;
-                ev.uptime = Some(proxy_uptime(up, digits, self.thread.is_some()));
-            }
-            Clock::Uptime(r) => ev.uptime = uptime(at(r)).map(|(u, ..)| u),
-            Clock::Wall(r) => ev.timestamp = Some(Cow::Borrowed(at(r))),
-            Clock::None => {}
+        let Some(up) = self.clock.uptime(line, self.thread.is_some()) else {
+            return false;
+        };
+        ev.uptime = up;
+        if let Clock::Wall(r) = self.clock {
+            ev.timestamp = Some(Cow::Borrowed(at(r)));
         }
         let mut fields = self.span_fields.iter();
         for (name, n) in &self.spans {
@@ -317,6 +312,7 @@ impl Shape {
     fn seen<'a>(&self, line: &'a str) -> Seen<'a> {
         Seen {
             id: self.id,
+            clock: self.clock,
             producer: self.producer,
             level: self.level,
             thread: self.thread.is_some(),
@@ -327,6 +323,23 @@ impl Shape {
             cut: self.cut,
             line,
         }
+    }
+}
+
+impl Clock {
+    /// The uptime a line is read with: `None` when its clock does not read
+    /// (the line is then not read through its shape).
+    fn uptime(self, line: &str, thread: bool) -> Option<Option<f64>> {
+        let at = |r: R| &line[r.0 as usize..r.1 as usize];
+        Some(match self {
+            Clock::Bracket { secs, frac } => {
+                let up = seconds(at(secs), at(frac))?;
+                let digits = (frac.1 - frac.0) as usize;
+                Some(proxy_uptime(up, digits, thread))
+            }
+            Clock::Uptime(r) => uptime(at(r)).map(|(u, ..)| u),
+            Clock::Wall(_) | Clock::None => None,
+        })
     }
 }
 
@@ -369,6 +382,7 @@ pub struct Seen<'a> {
     /// The shape's id: the same for every line of the shape while this
     /// thread's cache keeps it, never another shape's.
     pub id: u64,
+    clock: Clock,
     pub producer: Producer,
     pub level: Option<Level>,
     pub thread: bool,
@@ -379,6 +393,14 @@ pub struct Seen<'a> {
     /// continue).
     pub cut: bool,
     pub line: &'a str,
+}
+
+impl Seen<'_> {
+    /// The uptime its event has: `None` when the line is not read through
+    /// its shape ([`read`] refuses it).
+    pub fn uptime(&self) -> Option<Option<f64>> {
+        self.clock.uptime(self.line, self.thread)
+    }
 }
 
 /// Looks `line` up; on a miss, reads it into `ev` and keeps its shape.

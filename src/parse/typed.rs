@@ -143,6 +143,17 @@ pub const PORT_WORDS: &[&str] = &[
     "header=",
 ];
 
+/// The HTTP status a `status` value gives.
+pub fn status_of(s: &str) -> Option<u16> {
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    s[..digits].parse().ok().filter(|c| (100..600).contains(c))
+}
+
+/// The bytes an `sz` value gives.
+pub fn sz_of(v: &str) -> Option<u64> {
+    v.parse().ok()
+}
+
 /// `host:port` → port.
 pub fn port_of(addr: &str) -> Option<u16> {
     addr.rsplit_once(':')?.1.parse().ok()
@@ -375,14 +386,17 @@ impl<'a> Event<'a> {
 
     /// HTTP status as a number (`status=503 Service Unavailable`, `"status":404`).
     pub fn status(&self) -> Option<u16> {
-        let s = self.first_of(&["status", "http.status"])?;
-        let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-        s[..digits].parse().ok().filter(|c| (100..600).contains(c))
+        self.status_text().and_then(status_of)
+    }
+
+    /// The text [`Event::status`] reads.
+    pub fn status_text(&self) -> Option<&str> {
+        self.first_of(&["status", "http.status"])
     }
 
     /// Bytes peeked at TLS detection (`Peeked bytes from TCP stream sz=0`).
     pub fn sz(&self) -> Option<u64> {
-        self.field("sz").and_then(|v| v.parse().ok())
+        self.field("sz").and_then(sz_of)
     }
 
     /// Mesh identities the line names.

@@ -5,16 +5,21 @@
 //! `spans`, `fields`, `uptime`/`timestamp` and the typed views; unparsed
 //! lines add `text`.
 
-use crate::parse::typed::Tls;
-use crate::parse::{Event, Metric, Record};
+use crate::parse::component::of_target;
+use crate::parse::template::{ById, Seen};
+use crate::parse::typed::{status_of, sz_of, Tls};
+use crate::parse::{Component, Event, Metric, Producer, Record};
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 /// A JSON object written straight into the output, as serde_json's compact
 /// form writes it (the same bytes: `parse` output is a contract), without
-/// its per-byte escaping of strings that need none.
-struct Obj<'o> {
+/// its per-byte escaping of strings that need none. With a recorder, it
+/// notes what of the output is the line's own (see [`Template`]).
+struct Obj<'o, 'l> {
     out: &'o mut Vec<u8>,
     first: bool,
+    rec: Option<&'o mut Recorder<'l>>,
 }
 
 /// Does `b` hold a byte a JSON string escapes (a control byte, `"`, `\\`)?
@@ -41,47 +46,59 @@ fn needs_escape(b: &[u8]) -> bool {
     word(u64::from_le_bytes(last))
 }
 
-/// Appends `s` as a JSON string.
-fn string(out: &mut Vec<u8>, s: &str) {
+/// Appends what is between the quotes of `b` as a JSON string.
+fn escaped(out: &mut Vec<u8>, b: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let b = s.as_bytes();
-    out.reserve(b.len() + 2);
-    out.push(b'"');
-    let plain = !needs_escape(b);
-    if plain {
+    if !needs_escape(b) {
         out.extend_from_slice(b);
-    } else {
-        for &c in b {
-            match c {
-                b'"' => out.extend_from_slice(b"\\\""),
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'\n' => out.extend_from_slice(b"\\n"),
-                b'\r' => out.extend_from_slice(b"\\r"),
-                b'\t' => out.extend_from_slice(b"\\t"),
-                0x08 => out.extend_from_slice(b"\\b"),
-                0x0c => out.extend_from_slice(b"\\f"),
-                c if c < 0x20 => {
-                    out.extend_from_slice(b"\\u00");
-                    out.push(HEX[usize::from(c >> 4)]);
-                    out.push(HEX[usize::from(c & 0xf)]);
-                }
-                c => out.push(c),
+        return;
+    }
+    for &c in b {
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            c if c < 0x20 => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(c >> 4)]);
+                out.push(HEX[usize::from(c & 0xf)]);
             }
+            c => out.push(c),
         }
     }
+}
+
+/// Appends `s` as a JSON string.
+fn string(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    escaped(out, s.as_bytes());
     out.push(b'"');
 }
 
-impl<'o> Obj<'o> {
-    fn new(out: &'o mut Vec<u8>) -> Obj<'o> {
+impl<'o, 'l> Obj<'o, 'l> {
+    fn new(out: &'o mut Vec<u8>, rec: Option<&'o mut Recorder<'l>>) -> Obj<'o, 'l> {
         out.push(b'{');
-        Obj { out, first: true }
+        Obj {
+            out,
+            first: true,
+            rec,
+        }
+    }
+
+    /// An object inside this one, written to the same output.
+    fn nested(&mut self) -> Obj<'_, 'l> {
+        Obj::new(self.out, self.rec.as_deref_mut())
     }
 
     /// A key of the contract's: plain words, written without a look (and
     /// inlined, so that its length is a constant where it is written).
     #[inline(always)]
-    fn key(&mut self, k: &'static str) -> &mut Vec<u8> {
+    fn key(&mut self, k: &'static str) -> &mut Self {
         if !self.first {
             self.out.push(b',');
         }
@@ -89,23 +106,31 @@ impl<'o> Obj<'o> {
         self.out.push(b'"');
         self.out.extend_from_slice(k.as_bytes());
         self.out.extend_from_slice(b"\":");
-        self.out
+        self
+    }
+
+    /// A string value (or key) as JSON, noted as the line's own when it is
+    /// a slice of the line.
+    fn text(&mut self, s: &str) {
+        let start = self.out.len() + 1;
+        string(self.out, s);
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.text(s, start, self.out.len() - 1);
+        }
     }
 
     /// A key read from the input, escaped as it needs.
-    fn any_key(&mut self, k: &str) -> &mut Vec<u8> {
+    fn any_key(&mut self, k: &str) {
         if !self.first {
             self.out.push(b',');
         }
         self.first = false;
-        string(self.out, k);
+        self.text(k);
         self.out.push(b':');
-        self.out
     }
 
     fn str(&mut self, k: &'static str, v: &str) {
-        let out = self.key(k);
-        string(out, v);
+        self.key(k).text(v);
     }
 
     fn opt_str(&mut self, k: &'static str, v: Option<&str>) {
@@ -116,21 +141,55 @@ impl<'o> Obj<'o> {
 
     fn num(&mut self, k: &'static str, v: impl std::fmt::Display) {
         use std::io::Write;
-        let _ = write!(self.key(k), "{v}");
+        let _ = write!(self.key(k).out, "{v}");
     }
 
     fn float(&mut self, k: &'static str, v: f64) {
         // serde_json's own rendering of a float (shortest round-trip, or
         // null when not finite).
-        let _ = serde_json::to_writer(self.key(k), &v);
+        let _ = serde_json::to_writer(&mut *self.key(k).out, &v);
     }
 
     fn fields(&mut self, k: &'static str, fields: &[(Cow<'_, str>, Cow<'_, str>)]) {
-        let mut m = Obj::new(self.key(k));
+        let mut m = self.key(k).nested();
         for (k, v) in fields {
-            string(m.any_key(k), v);
+            m.any_key(k);
+            m.text(v);
         }
         m.end();
+    }
+
+    /// What `write` writes, which differs from line to line of a shape: a
+    /// [`Hole`] of the template.
+    fn hole(&mut self, hole: Hole, write: impl FnOnce(&mut Self)) {
+        let start = self.out.len();
+        let rec = self.rec.take();
+        write(self);
+        self.rec = rec;
+        if let Some(r) = self.rec.as_deref_mut() {
+            r.holes.push((start, self.out.len(), hole));
+        }
+    }
+
+    /// What `write` writes of `v`, a value read from the line's digits: a
+    /// hole where `v` is a slice of the line.
+    fn read_hole(
+        &mut self,
+        v: Option<&str>,
+        hole: fn(u32, u32) -> Hole,
+        write: fn(&mut Self, Option<&str>),
+    ) {
+        let place = self.rec.as_deref().zip(v).map(|(r, v)| r.place(v));
+        match place {
+            Some(Some((from, len))) => self.hole(hole(from, len), |o| write(o, v)),
+            Some(None) => {
+                if let Some(r) = self.rec.as_deref_mut() {
+                    r.spoilt = true;
+                }
+                write(self, v);
+            }
+            None => write(self, v),
+        }
     }
 
     fn end(self) {
@@ -138,8 +197,19 @@ impl<'o> Obj<'o> {
     }
 }
 
-fn tls(out: &mut Vec<u8>, t: &Tls<'_>) {
-    let mut o = Obj::new(out);
+fn status_part(o: &mut Obj<'_, '_>, text: Option<&str>) {
+    if let Some(s) = text.and_then(status_of) {
+        o.num("status", s);
+    }
+}
+
+fn sz_part(o: &mut Obj<'_, '_>, text: Option<&str>) {
+    if let Some(s) = text.and_then(sz_of) {
+        o.num("sz", s);
+    }
+}
+
+fn tls(mut o: Obj<'_, '_>, t: &Tls<'_>) {
     o.str("state", &t.state);
     o.opt_str("reason", t.reason);
     o.opt_str("client_id", t.client_id);
@@ -151,8 +221,7 @@ fn tls(out: &mut Vec<u8>, t: &Tls<'_>) {
 /// A line of exposition text: `{"kind": "sample", "name", "value",
 /// "timestamp"}` (labels are the event's `fields`), `help`, `type`, `unit`,
 /// `eof`, `pod` (`name`, `index`, `of`) or `frame`.
-fn metric(out: &mut Vec<u8>, m: &Metric<'_>) {
-    let mut o = Obj::new(out);
+fn metric(mut o: Obj<'_, '_>, m: &Metric<'_>) {
     match *m {
         Metric::Sample {
             name,
@@ -191,20 +260,82 @@ fn metric(out: &mut Vec<u8>, m: &Metric<'_>) {
     o.end();
 }
 
-fn event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
-    let mut o = Obj::new(out);
+/// What differs from line to line in the `parse` records of one line
+/// shape: where each line's own text goes (its digits differ), and the
+/// values read from its digits.
+#[derive(Clone, Copy)]
+enum Hole {
+    /// The line's bytes `from..from + len`, escaped as JSON when `esc`.
+    Slice {
+        from: u32,
+        len: u32,
+        esc: bool,
+    },
+    Source,
+    /// Its component, which turns on its target's crate root, which may
+    /// be spelt with a digit (`h2`).
+    Component,
+    Line,
+    Uptime,
+    /// `"status"` and `"sz"`, read from the line's bytes there.
+    Status {
+        from: u32,
+        len: u32,
+    },
+    Sz {
+        from: u32,
+        len: u32,
+    },
+}
+
+/// Notes, as an event's record is written, where its holes are.
+struct Recorder<'l> {
+    line: &'l str,
+    holes: Vec<(usize, usize, Hole)>,
+    /// A string with a digit was written that is not a slice of the line:
+    /// no template can be made of this record.
+    spoilt: bool,
+}
+
+impl Recorder<'_> {
+    /// Where `s` is in the line, if it is a slice of it.
+    fn place(&self, s: &str) -> Option<(u32, u32)> {
+        let from = (s.as_ptr() as usize).checked_sub(self.line.as_ptr() as usize)?;
+        (from + s.len() <= self.line.len())
+            .then(|| Some((u32::try_from(from).ok()?, u32::try_from(s.len()).ok()?)))
+            .flatten()
+    }
+
+    /// `s` was written at `start..end` of the output (inside its quotes).
+    fn text(&mut self, s: &str, start: usize, end: usize) {
+        match self.place(s) {
+            Some((from, len)) => {
+                let esc = end - start != s.len();
+                self.holes
+                    .push((start, end, Hole::Slice { from, len, esc }));
+            }
+            None => self.spoilt |= s.bytes().any(|b| b.is_ascii_digit()),
+        }
+    }
+}
+
+fn event(out: &mut Vec<u8>, source: &str, e: &Event<'_>, rec: Option<&mut Recorder<'_>>) {
+    let mut o = Obj::new(out, rec);
     o.str("kind", "event");
-    o.str("source", source);
-    o.num("line", e.line);
+    o.key("source").hole(Hole::Source, |o| o.text(source));
+    o.hole(Hole::Line, |o| o.num("line", e.line));
     o.num("lines", e.lines);
     o.str("producer", e.producer.as_str());
-    o.str("component", e.component.as_str());
+    o.key("component")
+        .hole(Hole::Component, |o| o.text(e.component.as_str()));
     if let Some(l) = e.level {
         o.str("level", l.as_str());
     }
-    if let Some(u) = e.uptime {
-        o.float("uptime", u);
-    }
+    o.hole(Hole::Uptime, |o| {
+        if let Some(u) = e.uptime {
+            o.float("uptime", u);
+        }
+    });
     o.opt_str("timestamp", e.timestamp.as_deref());
     o.opt_str("wrapper_timestamp", e.wrapper.timestamp);
     o.opt_str("pod", e.wrapper.pod);
@@ -212,58 +343,56 @@ fn event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
     // Text before the record on its line (a prompt, a describe field).
     o.opt_str("lead", e.wrapper.lead);
     o.opt_str("thread", e.thread.as_deref());
-    let spans = o.key("spans");
-    spans.push(b'[');
+    o.key("spans").out.push(b'[');
     for (i, s) in e.spans.iter().enumerate() {
         if i > 0 {
-            spans.push(b',');
+            o.out.push(b',');
         }
-        let mut so = Obj::new(spans);
+        let mut so = o.nested();
         so.str("name", &s.name);
         so.fields("fields", &s.fields);
         so.end();
     }
-    spans.push(b']');
+    o.out.push(b']');
     o.opt_str("target", e.target.as_deref());
     o.opt_str("message", e.message.as_deref());
     o.fields("fields", &e.fields);
     o.opt_str("error", e.error());
     let sources = e.error_sources();
     if !sources.is_empty() {
-        let list = o.key("error_sources");
-        list.push(b'[');
+        o.key("error_sources").out.push(b'[');
         for (i, s) in sources.iter().enumerate() {
             if i > 0 {
-                list.push(b',');
+                o.out.push(b',');
             }
-            string(list, s);
+            o.text(s);
         }
-        list.push(b']');
+        o.out.push(b']');
     }
     if let Some(t) = e.tls() {
-        tls(o.key("tls"), &t);
+        tls(o.key("tls").nested(), &t);
     }
     o.opt_str("client_addr", e.client_addr());
     o.opt_str("target_addr", e.target_addr());
     o.opt_str("dst", e.dst().as_deref());
     o.opt_str("endpoint", e.endpoint());
-    if let Some(s) = e.status() {
-        o.num("status", s);
-    }
-    if let Some(s) = e.sz() {
-        o.num("sz", s);
-    }
+    // Read from the line's digits: the key may be there for one line of a
+    // shape and not for another.
+    o.read_hole(
+        e.status_text(),
+        |from, len| Hole::Status { from, len },
+        status_part,
+    );
+    o.read_hole(e.field("sz"), |from, len| Hole::Sz { from, len }, sz_part);
     if e.truncated_head {
-        let _ = o.key("truncated_head");
-        o.out.extend_from_slice(b"true");
+        o.key("truncated_head").out.extend_from_slice(b"true");
     }
     o.opt_str("continuation", e.continuation.as_deref());
     if let Some(m) = &e.metric {
-        metric(o.key("metric"), m);
+        metric(o.key("metric").nested(), m);
     }
     o.end();
 }
-
 /// A line longer than `--max-line`: `{"kind":"cut","source":…,"line":N,"dropped":BYTES}`,
 /// after the record read from its first bytes.
 pub fn write_cut(out: &mut Vec<u8>, source: &str, cut: crate::input::Cut) {
@@ -280,13 +409,13 @@ pub fn write_cut(out: &mut Vec<u8>, source: &str, cut: crate::input::Cut) {
 /// Appends the record as one JSON line to `out`.
 pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
     match rec {
-        Record::Event(e) => event(out, source, e),
+        Record::Event(e) => write_event(out, source, e),
         Record::Unparsed {
             line,
             text,
             looks_like,
         } => {
-            let mut o = Obj::new(out);
+            let mut o = Obj::new(out, None);
             o.str("kind", "unparsed");
             o.str("source", source);
             o.num("line", line);
@@ -294,9 +423,130 @@ pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
             o.str("text", text);
             o.opt_str("looks_like", looks_like.map(|f| f.as_str()));
             o.end();
+            out.push(b'\n');
         }
     }
+}
+
+/// The record of a line shape's lines ([`template`](crate::parse::template)):
+/// a line's record is these bytes with each hole filled from the line.
+struct Template {
+    bytes: Box<[u8]>,
+    holes: Box<[(usize, usize, Hole)]>,
+}
+
+/// Templates kept per thread before starting over (each about a KiB).
+const MAX_TEMPLATES: usize = 4096;
+
+thread_local! {
+    /// By shape id; `None` for a shape whose record has no template.
+    static TEMPLATES: RefCell<ById<Option<Template>>> = RefCell::new(ById::default());
+}
+
+/// An event's record; the first of a shape's also makes its template.
+fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
+    // Its parts are the same for every line of its shape but where they
+    // are the line's own, and its component is its target's.
+    let fits = e.shape != 0
+        && e.target.as_deref() != Some("")
+        && e.component == shape_component(e.producer, e.target.as_deref())
+        && e.lines == 1
+        && e.continuation.is_none()
+        && e.metric.is_none()
+        && !e.truncated_head
+        && e.wrapper.timestamp.is_none()
+        && e.wrapper.pod.is_none()
+        && e.wrapper.container.is_none()
+        && e.wrapper.lead.is_none();
+    if !fits || TEMPLATES.with(|t| t.borrow().contains_key(&e.shape)) {
+        event(out, source, e, None);
+        out.push(b'\n');
+        return;
+    }
+    let start = out.len();
+    let mut rec = Recorder {
+        line: &e.text,
+        holes: Vec::new(),
+        spoilt: false,
+    };
+    event(out, source, e, Some(&mut rec));
     out.push(b'\n');
+    let template = (!rec.spoilt).then(|| Template {
+        bytes: out[start..].into(),
+        holes: rec
+            .holes
+            .iter()
+            .map(|&(s, e, h)| (s - start, e - start, h))
+            .collect(),
+    });
+    TEMPLATES.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.len() >= MAX_TEMPLATES {
+            t.clear();
+        }
+        t.insert(e.shape, template);
+    });
+}
+
+/// Appends the record of line `n`, read through its shape, from the
+/// shape's template: false, with nothing written, when there is none yet
+/// or the line is not read through its shape.
+pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> bool {
+    let Some(uptime) = seen.uptime() else {
+        return false;
+    };
+    TEMPLATES.with(|t| {
+        let t = t.borrow();
+        let Some(Some(template)) = t.get(&seen.id) else {
+            return false;
+        };
+        let line = seen.line;
+        let at = |from: u32, len: u32| line.get(from as usize..(from + len) as usize).unwrap_or("");
+        let mut o = Obj {
+            out,
+            first: false,
+            rec: None,
+        };
+        let mut pos = 0;
+        for &(start, end, hole) in &template.holes {
+            o.out.extend_from_slice(&template.bytes[pos..start]);
+            match hole {
+                Hole::Slice { from, len, esc } => escaped_if(o.out, at(from, len), esc),
+                Hole::Source => string(o.out, source),
+                Hole::Component => {
+                    let target = Some(seen.target).filter(|t| !t.is_empty());
+                    string(o.out, shape_component(seen.producer, target).as_str());
+                }
+                Hole::Line => o.num("line", n),
+                Hole::Uptime => {
+                    if let Some(u) = uptime {
+                        o.float("uptime", u);
+                    }
+                }
+                Hole::Status { from, len } => status_part(&mut o, Some(at(from, len))),
+                Hole::Sz { from, len } => sz_part(&mut o, Some(at(from, len))),
+            }
+            pos = end;
+        }
+        o.out.extend_from_slice(&template.bytes[pos..]);
+        true
+    })
+}
+
+/// The component of a line read by a shape, from its target.
+fn shape_component(producer: Producer, target: Option<&str>) -> Component {
+    of_target(producer, target).unwrap_or_default()
+}
+
+/// A slice of a line whose shape's first line needed escapes there
+/// (`esc`) or did not: its other lines, which differ only in digits, do
+/// the same.
+fn escaped_if(out: &mut Vec<u8>, s: &str, esc: bool) {
+    if esc {
+        escaped(out, s.as_bytes());
+    } else {
+        out.extend_from_slice(s.as_bytes());
+    }
 }
 
 #[cfg(test)]
