@@ -24,16 +24,17 @@ pub(super) enum View {
 
 const VIEWS: usize = 6;
 
-/// Shapes kept per thread before starting over.
-const MAX_SHAPES: usize = 16384;
+/// Shapes kept per thread before starting over: those that make up most
+/// lines ([`template`](super::template)), in well under a MiB.
+const MAX_SHAPES: usize = 8192;
 
 #[derive(Clone, Copy, Default)]
 enum Place {
     #[default]
     Unknown,
     Absent,
-    /// A range of the line.
-    At(u32, u32),
+    /// A range of the line (whose shape is kept: under 64 KiB).
+    At(u16, u16),
     /// Not a slice of the line (a copied value): found in each line.
     Elsewhere,
 }
@@ -69,7 +70,7 @@ impl<'a> Event<'a> {
             None => Place::Absent,
             Some(f) => {
                 let start = (f.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-                match (u32::try_from(start), u32::try_from(start + f.len())) {
+                match (u16::try_from(start), u16::try_from(start + f.len())) {
                     (Ok(s), Ok(e)) if (e as usize) <= text.len() => Place::At(s, e),
                     _ => Place::Elsewhere,
                 }

@@ -176,7 +176,7 @@ impl<'o, 'l> Obj<'o, 'l> {
     fn read_hole(
         &mut self,
         v: Option<&str>,
-        hole: fn(u32, u32) -> Hole,
+        hole: fn(u16, u16) -> Hole,
         write: fn(&mut Self, Option<&str>),
     ) {
         let place = self.rec.as_deref().zip(v).map(|(r, v)| r.place(v));
@@ -267,8 +267,8 @@ fn metric(mut o: Obj<'_, '_>, m: &Metric<'_>) {
 enum Hole {
     /// The line's bytes `from..from + len`, escaped as JSON when `esc`.
     Slice {
-        from: u32,
-        len: u32,
+        from: u16,
+        len: u16,
         esc: bool,
     },
     Source,
@@ -279,12 +279,12 @@ enum Hole {
     Uptime,
     /// `"status"` and `"sz"`, read from the line's bytes there.
     Status {
-        from: u32,
-        len: u32,
+        from: u16,
+        len: u16,
     },
     Sz {
-        from: u32,
-        len: u32,
+        from: u16,
+        len: u16,
     },
 }
 
@@ -299,10 +299,10 @@ struct Recorder<'l> {
 
 impl Recorder<'_> {
     /// Where `s` is in the line, if it is a slice of it.
-    fn place(&self, s: &str) -> Option<(u32, u32)> {
+    fn place(&self, s: &str) -> Option<(u16, u16)> {
         let from = (s.as_ptr() as usize).checked_sub(self.line.as_ptr() as usize)?;
         (from + s.len() <= self.line.len())
-            .then(|| Some((u32::try_from(from).ok()?, u32::try_from(s.len()).ok()?)))
+            .then(|| Some((u16::try_from(from).ok()?, u16::try_from(s.len()).ok()?)))
             .flatten()
     }
 
@@ -432,7 +432,8 @@ pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
 /// a line's record is these bytes with each hole filled from the line.
 struct Template {
     bytes: Box<[u8]>,
-    holes: Box<[(usize, usize, Hole)]>,
+    /// Where each hole is in `bytes`.
+    holes: Box<[(u32, u32, Hole)]>,
 }
 
 /// Templates kept per thread before starting over (each about a KiB).
@@ -471,13 +472,15 @@ fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
     };
     event(out, source, e, Some(&mut rec));
     out.push(b'\n');
-    let template = (!rec.spoilt).then(|| Template {
+    let at = |p: usize| u32::try_from(p - start).ok();
+    let holes: Option<Box<[_]>> = rec
+        .holes
+        .iter()
+        .map(|&(s, e, h)| Some((at(s)?, at(e)?, h)))
+        .collect();
+    let template = holes.filter(|_| !rec.spoilt).map(|holes| Template {
         bytes: out[start..].into(),
-        holes: rec
-            .holes
-            .iter()
-            .map(|&(s, e, h)| (s - start, e - start, h))
-            .collect(),
+        holes,
     });
     TEMPLATES.with(|t| {
         let mut t = t.borrow_mut();
@@ -501,7 +504,10 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
             return false;
         };
         let line = seen.line;
-        let at = |from: u32, len: u32| line.get(from as usize..(from + len) as usize).unwrap_or("");
+        let at = |from: u16, len: u16| {
+            let from = usize::from(from);
+            line.get(from..from + usize::from(len)).unwrap_or("")
+        };
         let mut o = Obj {
             out,
             first: false,
@@ -509,7 +515,8 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
         };
         let mut pos = 0;
         for &(start, end, hole) in &template.holes {
-            o.out.extend_from_slice(&template.bytes[pos..start]);
+            o.out
+                .extend_from_slice(&template.bytes[pos..start as usize]);
             match hole {
                 Hole::Slice { from, len, esc } => escaped_if(o.out, at(from, len), esc),
                 Hole::Source => string(o.out, source),
@@ -526,7 +533,7 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
                 Hole::Status { from, len } => status_part(&mut o, Some(at(from, len))),
                 Hole::Sz { from, len } => sz_part(&mut o, Some(at(from, len))),
             }
-            pos = end;
+            pos = end as usize;
         }
         o.out.extend_from_slice(&template.bytes[pos..]);
         true
