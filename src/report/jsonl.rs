@@ -429,11 +429,17 @@ pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
 }
 
 /// The record of a line shape's lines ([`template`](crate::parse::template)):
-/// a line's record is these bytes with each hole filled from the line.
+/// a line's record is these bytes with each hole filled from the line, and
+/// the line's digits where its first line's are.
 struct Template {
     bytes: Box<[u8]>,
-    /// Where each hole is in `bytes`.
+    /// Where each hole is in `bytes`, but for the slices of the line that
+    /// need no escape: of those, a later line differs only in its digits.
     holes: Box<[(u32, u32, Hole)]>,
+    /// Where runs of the line's digits are in `bytes`, from where in the
+    /// line, and how many (every line of a shape has its digits where its
+    /// first line has them).
+    digits: Box<[(u32, u16, u16)]>,
 }
 
 /// Templates kept per thread before starting over (each about a KiB).
@@ -472,16 +478,9 @@ fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
     };
     event(out, source, e, Some(&mut rec));
     out.push(b'\n');
-    let at = |p: usize| u32::try_from(p - start).ok();
-    let holes: Option<Box<[_]>> = rec
-        .holes
-        .iter()
-        .map(|&(s, e, h)| Some((at(s)?, at(e)?, h)))
-        .collect();
-    let template = holes.filter(|_| !rec.spoilt).map(|holes| Template {
-        bytes: out[start..].into(),
-        holes,
-    });
+    let template = (!rec.spoilt)
+        .then(|| Template::new(&out[start..], start, &rec))
+        .flatten();
     TEMPLATES.with(|t| {
         let mut t = t.borrow_mut();
         if t.len() >= MAX_TEMPLATES {
@@ -489,6 +488,43 @@ fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
         }
         t.insert(e.shape, template);
     });
+}
+
+impl Template {
+    /// The template of a record written as `bytes`, from `start` of the
+    /// output `rec` noted holes in.
+    fn new(bytes: &[u8], start: usize, rec: &Recorder<'_>) -> Option<Template> {
+        let at = |p: usize| u32::try_from(p - start).ok();
+        let line = rec.line.as_bytes();
+        let (mut holes, mut digits) = (Vec::new(), Vec::<(u32, u16, u16)>::new());
+        for &(s, e, h) in &rec.holes {
+            let Hole::Slice {
+                from,
+                len,
+                esc: false,
+            } = h
+            else {
+                holes.push((at(s)?, at(e)?, h));
+                continue;
+            };
+            for i in 0..len {
+                let l = from + i;
+                if !line[usize::from(l)].is_ascii_digit() {
+                    continue;
+                }
+                let o = at(s + usize::from(i))?;
+                match digits.last_mut() {
+                    Some(run) if run.0 + u32::from(run.2) == o && run.1 + run.2 == l => run.2 += 1,
+                    _ => digits.push((o, l, 1)),
+                }
+            }
+        }
+        Some(Template {
+            bytes: bytes.into(),
+            holes: holes.into(),
+            digits: digits.into(),
+        })
+    }
 }
 
 /// Appends the record of line `n`, read through its shape, from the
@@ -513,12 +549,21 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
             first: false,
             rec: None,
         };
+        // The bytes up to `to`, with the line's digits among them.
+        let mut digits = template.digits.iter().peekable();
+        let mut copy = |out: &mut Vec<u8>, from: usize, to: usize| {
+            let shift = out.len() - from;
+            out.extend_from_slice(&template.bytes[from..to]);
+            while let Some(&(o, l, k)) = digits.next_if(|d| (d.0 as usize) < to) {
+                let (o, l, k) = (o as usize + shift, usize::from(l), usize::from(k));
+                out[o..o + k].copy_from_slice(&line.as_bytes()[l..l + k]);
+            }
+        };
         let mut pos = 0;
         for &(start, end, hole) in &template.holes {
-            o.out
-                .extend_from_slice(&template.bytes[pos..start as usize]);
+            copy(o.out, pos, start as usize);
             match hole {
-                Hole::Slice { from, len, esc } => escaped_if(o.out, at(from, len), esc),
+                Hole::Slice { from, len, .. } => escaped(o.out, at(from, len).as_bytes()),
                 Hole::Source => string(o.out, source),
                 Hole::Component => {
                     let target = Some(seen.target).filter(|t| !t.is_empty());
@@ -535,7 +580,7 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
             }
             pos = end as usize;
         }
-        o.out.extend_from_slice(&template.bytes[pos..]);
+        copy(o.out, pos, template.bytes.len());
         true
     })
 }
@@ -543,17 +588,6 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
 /// The component of a line read by a shape, from its target.
 fn shape_component(producer: Producer, target: Option<&str>) -> Component {
     of_target(producer, target).unwrap_or_default()
-}
-
-/// A slice of a line whose shape's first line needed escapes there
-/// (`esc`) or did not: its other lines, which differ only in digits, do
-/// the same.
-fn escaped_if(out: &mut Vec<u8>, s: &str, esc: bool) {
-    if esc {
-        escaped(out, s.as_bytes());
-    } else {
-        out.extend_from_slice(s.as_bytes());
-    }
 }
 
 #[cfg(test)]
