@@ -20,9 +20,11 @@ pub(super) enum View {
     /// not slices), and after it.
     DstSliced,
     DstLegacy,
+    /// The text [`Event::tls`] reads its state from.
+    Tls,
 }
 
-const VIEWS: usize = 6;
+const VIEWS: usize = 7;
 
 /// Shapes kept per thread before starting over: those that make up most
 /// lines ([`template`](super::template)), in well under a MiB.
@@ -102,9 +104,19 @@ mod tests {
             "[    31.000000s] DEBUG ThreadId(03) outbound:proxy{addr=10.96.0.17:8443}:service{ns=web name=api port=8443}:endpoint{addr=10.1.0.45:8443}: linkerd_proxy_transport::connect: Connecting peer.addr=10.1.0.45:8443 error=connect timed out after 10s",
             "[     2.000000s]  INFO ThreadId(01) outbound:proxy{addr=10.96.0.1:80}:logical{dst=web.ns.svc.cluster.local:80}:concrete{addr=web.ns.svc.cluster.local:80}: linkerd_app_core::serve: Connection closed",
             "[    22.000000s]  INFO ThreadId(01) outbound:proxy{addr=10.96.0.12:81}:logical{dst=web.ns.svc.cluster.local:81}:concrete{addr=web.ns.svc.cluster.local:81}: linkerd_app_core::serve: Connection closed",
+            r#"[     5.000000s] DEBUG ThreadId(01) inbound:accept{client.addr=10.0.0.5:4000}:server{port=8080}:tls{tls=Some(Established { client_id: Some(ClientId(Name("web1.ns.serviceaccount.identity.linkerd.cluster.local"))), negotiated_protocol: None })}: linkerd_app_inbound: Accepted"#,
+            r#"[    55.000000s] DEBUG ThreadId(02) inbound:accept{client.addr=10.0.0.55:400}:server{port=8081}:tls{tls=Some(Established { client_id: Some(ClientId(Name("web2.ns.serviceaccount.identity.linkerd.cluster.local"))), negotiated_protocol: None })}: linkerd_app_inbound: Accepted"#,
             r#"{"timestamp":"[     3.000000s]","level":"WARN","fields":{"message":"Failed to proxy request: timed out","client.addr":"10.0.0.1:5000"},"target":"linkerd_app_core::errors","spans":[{"name":"outbound"},{"name":"proxy","addr":"10.96.0.3:80"}],"threadId":"ThreadId(1)"}"#,
             r#"{"timestamp":"[    33.000000s]","level":"WARN","fields":{"message":"Failed to proxy request: timed out","client.addr":"10.0.0.12:5"},"target":"linkerd_app_core::errors","spans":[{"name":"outbound"},{"name":"proxy","addr":"10.96.0.31:8080"}],"threadId":"ThreadId(2)"}"#,
         ];
+        let client_id = |l: &&str| {
+            parse_line(l)
+                .unwrap()
+                .tls()
+                .and_then(|t| t.client_id)
+                .is_some()
+        };
+        assert!(lines.iter().any(client_id));
         for l in lines.iter().chain(lines.iter()) {
             let ev = parse_line(l).unwrap();
             assert_ne!(ev.shape, 0, "{l}");
@@ -116,6 +128,7 @@ mod tests {
             assert_eq!(ev.target_addr(), alone.target_addr(), "{l}");
             assert_eq!(ev.endpoint(), alone.endpoint(), "{l}");
             assert_eq!(ev.dst(), alone.dst(), "{l}");
+            assert_eq!(ev.tls(), alone.tls(), "{l}");
         }
     }
 }

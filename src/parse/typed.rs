@@ -235,9 +235,13 @@ impl<'a> Event<'a> {
     }
 
     pub fn tls(&self) -> Option<Tls<'_>> {
+        self.by_shape(View::Tls, Event::tls_text).map(parse_tls)
+    }
+
+    /// The text [`Event::tls`] reads.
+    fn tls_text(&self) -> Option<&str> {
         self.first_of(&["tls", "client.tls"])
             .or_else(|| self.span_field("tls"))
-            .map(parse_tls)
     }
 
     /// The connecting client: `client.addr` / `peer.addr` of the accept span.
