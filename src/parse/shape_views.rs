@@ -41,8 +41,27 @@ enum Place {
     Elsewhere,
 }
 
+/// Ranges of a line.
+type Ranges = Box<[(u16, u16)]>;
+
 thread_local! {
     static PLACES: RefCell<ById<[Place; VIEWS]>> = RefCell::new(ById::default());
+    /// [`Event::identities`]' places, by shape; `None` where one is not a
+    /// slice of the line.
+    static IDENTITIES: RefCell<ById<Option<Ranges>>> = RefCell::new(ById::default());
+}
+
+/// Where `f` is in `text`, if it is a slice of it.
+fn place_of(text: &str, f: &str) -> Option<(u16, u16)> {
+    let start = (f.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    let end = start.checked_add(f.len())?;
+    (end <= text.len()).then_some((u16::try_from(start).ok()?, u16::try_from(end).ok()?))
+}
+
+/// Whether `ev`'s views may be kept by its shape: it was read by one, and
+/// alone.
+fn shaped(ev: &Event<'_>) -> bool {
+    ev.shape != 0 && ev.continuation.is_none() && ev.lines == 1
 }
 
 impl<'a> Event<'a> {
@@ -53,7 +72,7 @@ impl<'a> Event<'a> {
         view: View,
         find: impl FnOnce(&'s Self) -> Option<&'s str>,
     ) -> Option<&'s str> {
-        if self.shape == 0 || self.continuation.is_some() || self.lines != 1 {
+        if !shaped(self) {
             return find(self);
         }
         let text: &str = &self.text;
@@ -70,13 +89,7 @@ impl<'a> Event<'a> {
         let found = find(self);
         let place = match found {
             None => Place::Absent,
-            Some(f) => {
-                let start = (f.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-                match (u16::try_from(start), u16::try_from(start + f.len())) {
-                    (Ok(s), Ok(e)) if (e as usize) <= text.len() => Place::At(s, e),
-                    _ => Place::Elsewhere,
-                }
-            }
+            Some(f) => place_of(text, f).map_or(Place::Elsewhere, |(s, e)| Place::At(s, e)),
         };
         PLACES.with(|p| {
             let mut p = p.borrow_mut();
@@ -84,6 +97,39 @@ impl<'a> Event<'a> {
                 p.clear();
             }
             p.entry(self.shape).or_default()[view as usize] = place;
+        });
+        found
+    }
+
+    /// [`Event::identities`]' `find(self)`, found where the first line of
+    /// the event's shape found them.
+    pub(super) fn identities_by_shape<'s>(
+        &'s self,
+        find: impl FnOnce(&'s Self) -> Vec<&'s str>,
+    ) -> Vec<&'s str> {
+        if !shaped(self) {
+            return find(self);
+        }
+        let text: &str = &self.text;
+        let known = IDENTITIES.with(|p| {
+            let p = p.borrow();
+            let places = p.get(&self.shape)?.as_ref()?;
+            places
+                .iter()
+                .map(|&(s, e)| text.get(usize::from(s)..usize::from(e)))
+                .collect::<Option<Vec<_>>>()
+        });
+        if let Some(found) = known {
+            return found;
+        }
+        let found = find(self);
+        let places = found.iter().map(|f| place_of(text, f)).collect();
+        IDENTITIES.with(|p| {
+            let mut p = p.borrow_mut();
+            if p.len() >= MAX_SHAPES {
+                p.clear();
+            }
+            p.insert(self.shape, places);
         });
         found
     }
@@ -104,8 +150,8 @@ mod tests {
             "[    31.000000s] DEBUG ThreadId(03) outbound:proxy{addr=10.96.0.17:8443}:service{ns=web name=api port=8443}:endpoint{addr=10.1.0.45:8443}: linkerd_proxy_transport::connect: Connecting peer.addr=10.1.0.45:8443 error=connect timed out after 10s",
             "[     2.000000s]  INFO ThreadId(01) outbound:proxy{addr=10.96.0.1:80}:logical{dst=web.ns.svc.cluster.local:80}:concrete{addr=web.ns.svc.cluster.local:80}: linkerd_app_core::serve: Connection closed",
             "[    22.000000s]  INFO ThreadId(01) outbound:proxy{addr=10.96.0.12:81}:logical{dst=web.ns.svc.cluster.local:81}:concrete{addr=web.ns.svc.cluster.local:81}: linkerd_app_core::serve: Connection closed",
-            r#"[     5.000000s] DEBUG ThreadId(01) inbound:accept{client.addr=10.0.0.5:4000}:server{port=8080}:tls{tls=Some(Established { client_id: Some(ClientId(Name("web1.ns.serviceaccount.identity.linkerd.cluster.local"))), negotiated_protocol: None })}: linkerd_app_inbound: Accepted"#,
-            r#"[    55.000000s] DEBUG ThreadId(02) inbound:accept{client.addr=10.0.0.55:400}:server{port=8081}:tls{tls=Some(Established { client_id: Some(ClientId(Name("web2.ns.serviceaccount.identity.linkerd.cluster.local"))), negotiated_protocol: None })}: linkerd_app_inbound: Accepted"#,
+            r#"[     5.000000s] DEBUG ThreadId(01) inbound:accept{client.addr=10.0.0.5:4000 server.id=api1.ns.serviceaccount.identity.linkerd.cluster.local}:server{port=8080}:tls{tls=Some(Established { client_id: Some(ClientId(Name("web1.ns.serviceaccount.identity.linkerd.cluster.local"))), negotiated_protocol: None })}: linkerd_app_inbound: Accepted"#,
+            r#"[    55.000000s] DEBUG ThreadId(02) inbound:accept{client.addr=10.0.0.55:400 server.id=api2.ns.serviceaccount.identity.linkerd.cluster.local}:server{port=8081}:tls{tls=Some(Established { client_id: Some(ClientId(Name("web2.ns.serviceaccount.identity.linkerd.cluster.local"))), negotiated_protocol: None })}: linkerd_app_inbound: Accepted"#,
             r#"{"timestamp":"[     3.000000s]","level":"WARN","fields":{"message":"Failed to proxy request: timed out","client.addr":"10.0.0.1:5000"},"target":"linkerd_app_core::errors","spans":[{"name":"outbound"},{"name":"proxy","addr":"10.96.0.3:80"}],"threadId":"ThreadId(1)"}"#,
             r#"{"timestamp":"[    33.000000s]","level":"WARN","fields":{"message":"Failed to proxy request: timed out","client.addr":"10.0.0.12:5"},"target":"linkerd_app_core::errors","spans":[{"name":"outbound"},{"name":"proxy","addr":"10.96.0.31:8080"}],"threadId":"ThreadId(2)"}"#,
         ];
@@ -117,6 +163,9 @@ mod tests {
                 .is_some()
         };
         assert!(lines.iter().any(client_id));
+        assert!(lines
+            .iter()
+            .any(|l| parse_line(l).unwrap().identities().len() == 2));
         for l in lines.iter().chain(lines.iter()) {
             let ev = parse_line(l).unwrap();
             assert_ne!(ev.shape, 0, "{l}");
@@ -129,6 +178,7 @@ mod tests {
             assert_eq!(ev.endpoint(), alone.endpoint(), "{l}");
             assert_eq!(ev.dst(), alone.dst(), "{l}");
             assert_eq!(ev.tls(), alone.tls(), "{l}");
+            assert_eq!(ev.identities(), alone.identities(), "{l}");
         }
     }
 }

@@ -405,6 +405,10 @@ impl<'a> Event<'a> {
 
     /// Mesh identities the line names.
     pub fn identities(&self) -> Vec<&str> {
+        self.identities_by_shape(Event::find_identities)
+    }
+
+    fn find_identities(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         if let Some(t) = self.tls() {
             if let Some(id) = t.client_id {
