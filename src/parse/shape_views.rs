@@ -6,7 +6,7 @@
 //! by a digit: so each of a shape's lines finds its view at the same place.
 
 use super::event::Event;
-use super::template::ById;
+use super::template::{keep, ById};
 use std::cell::RefCell;
 
 /// The views kept per shape.
@@ -124,13 +124,7 @@ impl<'a> Event<'a> {
         }
         let found = find(self);
         let places = found.iter().map(|f| place_of(text, f)).collect();
-        IDENTITIES.with(|p| {
-            let mut p = p.borrow_mut();
-            if p.len() >= MAX_SHAPES {
-                p.clear();
-            }
-            p.insert(self.shape, places);
-        });
+        IDENTITIES.with(|p| keep(&mut p.borrow_mut(), MAX_SHAPES, self.shape, places));
         found
     }
 }

@@ -56,6 +56,16 @@ type R = (u16, u16);
 /// A map keyed by a hash or an id already: not hashed again.
 pub type ById<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
+/// Keeps `v` for `id` in a per-thread cache of at most `cap` entries,
+/// starting it over when it is full: what such a cache holds only saves
+/// work.
+pub fn keep<V>(cache: &mut ById<V>, cap: usize, id: u64, v: V) {
+    if cache.len() >= cap && !cache.contains_key(&id) {
+        cache.clear();
+    }
+    cache.insert(id, v);
+}
+
 #[derive(Default, Clone, Copy)]
 pub struct IdHasher(u64);
 

@@ -6,7 +6,7 @@
 //! lines add `text`.
 
 use crate::parse::component::of_target;
-use crate::parse::template::{ById, Seen};
+use crate::parse::template::{keep, ById, Seen};
 use crate::parse::typed::{status_of, sz_of, Tls};
 use crate::parse::{Component, Event, Metric, Producer, Record};
 use std::borrow::Cow;
@@ -481,13 +481,7 @@ fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
     let template = (!rec.spoilt)
         .then(|| Template::new(&out[start..], start, &rec))
         .flatten();
-    TEMPLATES.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.len() >= MAX_TEMPLATES {
-            t.clear();
-        }
-        t.insert(e.shape, template);
-    });
+    TEMPLATES.with(|t| keep(&mut t.borrow_mut(), MAX_TEMPLATES, e.shape, template));
 }
 
 impl Template {
@@ -552,10 +546,12 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
         // The bytes up to `to`, with the line's digits among them.
         let mut digits = template.digits.iter().peekable();
         let mut copy = |out: &mut Vec<u8>, from: usize, to: usize| {
-            let shift = out.len() - from;
+            // Earlier holes may have been shorter than the template's: the
+            // run is placed by where it starts, not by a shift.
+            let at = out.len();
             out.extend_from_slice(&template.bytes[from..to]);
             while let Some(&(o, l, k)) = digits.next_if(|d| (d.0 as usize) < to) {
-                let (o, l, k) = (o as usize + shift, usize::from(l), usize::from(k));
+                let (o, l, k) = (at + (o as usize - from), usize::from(l), usize::from(k));
                 out[o..o + k].copy_from_slice(&line.as_bytes()[l..l + k]);
             }
         };
@@ -609,6 +605,27 @@ mod tests {
                 serde_json::to_string(s).unwrap()
             );
         }
+    }
+
+    /// A line written from its shape's template as the first record of
+    /// an empty buffer, after holes shorter than the template's (its
+    /// uptime), is its event's record.
+    #[test]
+    fn a_record_from_its_template_is_its_events_first_in_a_buffer() {
+        let a = "[     1.123456s]  INFO ThreadId(01) outbound:proxy{addr=10.0.0.1:80}: linkerd_app_core::serve: Connection closed sz=12";
+        let b = "[     2.500000s]  INFO ThreadId(01) outbound:proxy{addr=10.0.0.2:81}: linkerd_app_core::serve: Connection closed sz=99";
+        let record = |line: &str| {
+            let mut ev = crate::parse::parse_line(line).unwrap();
+            ev.line = 7;
+            let mut out = Vec::new();
+            write_record(&mut out, "f", &Record::Event(ev));
+            String::from_utf8(out).unwrap()
+        };
+        record(a);
+        let seen = crate::parse::template::seen(b).unwrap();
+        let mut out = Vec::new();
+        assert!(write_seen(&mut out, "f", 7, &seen));
+        assert_eq!(String::from_utf8(out).unwrap(), record(b));
     }
 
     proptest::proptest! {

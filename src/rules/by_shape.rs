@@ -12,7 +12,7 @@ use super::matching::Engine;
 use super::quiet::Masked;
 use super::stats::era_text;
 use crate::parse::era::{wording_bounds, EraCue};
-use crate::parse::template::ById;
+use crate::parse::template::{keep, ById};
 use crate::parse::Event;
 use std::cell::RefCell;
 
@@ -46,10 +46,7 @@ impl Engine {
         LITS.with(|lits| {
             let mut lits = lits.borrow_mut();
             if lits.get(&ev.shape).is_none_or(|(e, _)| *e != engine) {
-                if lits.len() >= MAX_SHAPES {
-                    lits.clear();
-                }
-                lits.insert(ev.shape, (engine, self.lits(ev)));
+                keep(&mut lits, MAX_SHAPES, ev.shape, (engine, self.lits(ev)));
             }
             lits[&ev.shape].1.as_ref().map(f)
         })

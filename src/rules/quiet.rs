@@ -207,13 +207,7 @@ impl Engine {
         };
         *conn = f.conn;
         let quiet = f.quiet(line, &self.quiet);
-        FACTS.with(|facts| {
-            let mut facts = facts.borrow_mut();
-            if facts.len() >= MAX_FACTS {
-                facts.clear();
-            }
-            facts.insert(seen.id, f);
-        });
+        FACTS.with(|facts| template::keep(&mut facts.borrow_mut(), MAX_FACTS, seen.id, f));
         quiet
     }
 
