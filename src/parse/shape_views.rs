@@ -6,7 +6,7 @@
 //! by a digit: so each of a shape's lines finds its view at the same place.
 
 use super::event::Event;
-use super::template::{keep, ById};
+use super::template::{keep, range, ById};
 use std::cell::RefCell;
 
 /// The views kept per shape.
@@ -51,13 +51,6 @@ thread_local! {
     static IDENTITIES: RefCell<ById<Option<Ranges>>> = RefCell::new(ById::default());
 }
 
-/// Where `f` is in `text`, if it is a slice of it.
-fn place_of(text: &str, f: &str) -> Option<(u16, u16)> {
-    let start = (f.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    let end = start.checked_add(f.len())?;
-    (end <= text.len()).then_some((u16::try_from(start).ok()?, u16::try_from(end).ok()?))
-}
-
 /// Whether `ev`'s views may be kept by its shape: it was read by one, and
 /// alone.
 fn shaped(ev: &Event<'_>) -> bool {
@@ -89,7 +82,7 @@ impl<'a> Event<'a> {
         let found = find(self);
         let place = match found {
             None => Place::Absent,
-            Some(f) => place_of(text, f).map_or(Place::Elsewhere, |(s, e)| Place::At(s, e)),
+            Some(f) => range(text, f).map_or(Place::Elsewhere, |(s, e)| Place::At(s, e)),
         };
         PLACES.with(|p| {
             let mut p = p.borrow_mut();
@@ -123,7 +116,7 @@ impl<'a> Event<'a> {
             return found;
         }
         let found = find(self);
-        let places = found.iter().map(|f| place_of(text, f)).collect();
+        let places = found.iter().map(|f| range(text, f)).collect();
         IDENTITIES.with(|p| keep(&mut p.borrow_mut(), MAX_SHAPES, self.shape, places));
         found
     }

@@ -167,7 +167,8 @@ fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
         .fold(0u64, |a, x| (a.rotate_left(17) ^ x).wrapping_mul(K))
 }
 
-fn range(line: &str, part: &str) -> Option<R> {
+/// Where `part` is in `line`, when it is a slice of it (under 64 KiB in).
+pub(crate) fn range(line: &str, part: &str) -> Option<R> {
     let start = (part.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
     let end = start + part.len();
     Some((u16::try_from(start).ok()?, u16::try_from(end).ok()?)).filter(|_| end <= line.len())

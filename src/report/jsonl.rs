@@ -6,7 +6,7 @@
 //! lines add `text`.
 
 use crate::parse::component::of_target;
-use crate::parse::template::{keep, ById, Seen};
+use crate::parse::template::{keep, range, ById, Seen};
 use crate::parse::typed::{status_of, sz_of, Tls};
 use crate::parse::{Component, Event, Metric, Producer, Record};
 use std::borrow::Cow;
@@ -298,12 +298,9 @@ struct Recorder<'l> {
 }
 
 impl Recorder<'_> {
-    /// Where `s` is in the line, if it is a slice of it.
+    /// Where `s` is in the line, and its length, if it is a slice of it.
     fn place(&self, s: &str) -> Option<(u16, u16)> {
-        let from = (s.as_ptr() as usize).checked_sub(self.line.as_ptr() as usize)?;
-        (from + s.len() <= self.line.len())
-            .then(|| Some((u16::try_from(from).ok()?, u16::try_from(s.len()).ok()?)))
-            .flatten()
+        range(self.line, s).map(|(from, end)| (from, end - from))
     }
 
     /// `s` was written at `start..end` of the output (inside its quotes).
