@@ -5,17 +5,18 @@
 //! `spans`, `fields`, `uptime`/`timestamp` and the typed views; unparsed
 //! lines add `text`.
 
-use crate::parse::component::of_target;
-use crate::parse::template::{keep, range, ById, Seen};
+use crate::parse::template::range;
 use crate::parse::typed::{status_of, sz_of, Tls};
-use crate::parse::{Component, Event, Metric, Producer, Record};
+use crate::parse::{Event, Metric, Record};
 use std::borrow::Cow;
-use std::cell::RefCell;
+
+mod template;
+pub use template::write_seen;
 
 /// A JSON object written straight into the output, as serde_json's compact
 /// form writes it (the same bytes: `parse` output is a contract), without
 /// its per-byte escaping of strings that need none. With a recorder, it
-/// notes what of the output is the line's own (see [`Template`]).
+/// notes what of the output is the line's own (see [`template`]).
 struct Obj<'o, 'l> {
     out: &'o mut Vec<u8>,
     first: bool,
@@ -406,7 +407,7 @@ pub fn write_cut(out: &mut Vec<u8>, source: &str, cut: crate::input::Cut) {
 /// Appends the record as one JSON line to `out`.
 pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
     match rec {
-        Record::Event(e) => write_event(out, source, e),
+        Record::Event(e) => template::write_event(out, source, e),
         Record::Unparsed {
             line,
             text,
@@ -423,164 +424,6 @@ pub fn write_record(out: &mut Vec<u8>, source: &str, rec: &Record<'_>) {
             out.push(b'\n');
         }
     }
-}
-
-/// The record of a line shape's lines ([`template`](crate::parse::template)):
-/// a line's record is these bytes with each hole filled from the line, and
-/// the line's digits where its first line's are.
-struct Template {
-    bytes: Box<[u8]>,
-    /// Where each hole is in `bytes`, but for the slices of the line that
-    /// need no escape: of those, a later line differs only in its digits.
-    holes: Box<[(u32, u32, Hole)]>,
-    /// Where runs of the line's digits are in `bytes`, from where in the
-    /// line, and how many (every line of a shape has its digits where its
-    /// first line has them).
-    digits: Box<[(u32, u16, u16)]>,
-}
-
-/// Templates kept per thread before starting over (each about a KiB).
-const MAX_TEMPLATES: usize = 4096;
-
-thread_local! {
-    /// By shape id; `None` for a shape whose record has no template.
-    static TEMPLATES: RefCell<ById<Option<Template>>> = RefCell::new(ById::default());
-}
-
-/// An event's record; the first of a shape's also makes its template.
-fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
-    // Its parts are the same for every line of its shape but where they
-    // are the line's own, and its component is its target's.
-    let fits = e.shape != 0
-        && e.target.as_deref() != Some("")
-        && e.component == shape_component(e.producer, e.target.as_deref())
-        && e.lines == 1
-        && e.continuation.is_none()
-        && e.metric.is_none()
-        && !e.truncated_head
-        && e.wrapper.timestamp.is_none()
-        && e.wrapper.pod.is_none()
-        && e.wrapper.container.is_none()
-        && e.wrapper.lead.is_none();
-    if !fits || TEMPLATES.with(|t| t.borrow().contains_key(&e.shape)) {
-        event(out, source, e, None);
-        out.push(b'\n');
-        return;
-    }
-    let start = out.len();
-    let mut rec = Recorder {
-        line: &e.text,
-        holes: Vec::new(),
-        spoilt: false,
-    };
-    event(out, source, e, Some(&mut rec));
-    out.push(b'\n');
-    let template = (!rec.spoilt)
-        .then(|| Template::new(&out[start..], start, &rec))
-        .flatten();
-    TEMPLATES.with(|t| keep(&mut t.borrow_mut(), MAX_TEMPLATES, e.shape, template));
-}
-
-impl Template {
-    /// The template of a record written as `bytes`, from `start` of the
-    /// output `rec` noted holes in.
-    fn new(bytes: &[u8], start: usize, rec: &Recorder<'_>) -> Option<Template> {
-        let at = |p: usize| u32::try_from(p - start).ok();
-        let line = rec.line.as_bytes();
-        let (mut holes, mut digits) = (Vec::new(), Vec::<(u32, u16, u16)>::new());
-        for &(s, e, h) in &rec.holes {
-            let Hole::Slice {
-                from,
-                len,
-                esc: false,
-            } = h
-            else {
-                holes.push((at(s)?, at(e)?, h));
-                continue;
-            };
-            for i in 0..len {
-                let l = from + i;
-                if !line[usize::from(l)].is_ascii_digit() {
-                    continue;
-                }
-                let o = at(s + usize::from(i))?;
-                match digits.last_mut() {
-                    Some(run) if run.0 + u32::from(run.2) == o && run.1 + run.2 == l => run.2 += 1,
-                    _ => digits.push((o, l, 1)),
-                }
-            }
-        }
-        Some(Template {
-            bytes: bytes.into(),
-            holes: holes.into(),
-            digits: digits.into(),
-        })
-    }
-}
-
-/// Appends the record of line `n`, read through its shape, from the
-/// shape's template: false, with nothing written, when there is none yet
-/// or the line is not read through its shape.
-pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> bool {
-    let Some(uptime) = seen.uptime() else {
-        return false;
-    };
-    TEMPLATES.with(|t| {
-        let t = t.borrow();
-        let Some(Some(template)) = t.get(&seen.id) else {
-            return false;
-        };
-        let line = seen.line;
-        let at = |from: u16, len: u16| {
-            let from = usize::from(from);
-            line.get(from..from + usize::from(len)).unwrap_or("")
-        };
-        let mut o = Obj {
-            out,
-            first: false,
-            rec: None,
-        };
-        // The bytes up to `to`, with the line's digits among them.
-        let mut digits = template.digits.iter().peekable();
-        let mut copy = |out: &mut Vec<u8>, from: usize, to: usize| {
-            // Earlier holes may have been shorter than the template's: the
-            // run is placed by where it starts, not by a shift.
-            let at = out.len();
-            out.extend_from_slice(&template.bytes[from..to]);
-            while let Some(&(o, l, k)) = digits.next_if(|d| (d.0 as usize) < to) {
-                let (o, l, k) = (at + (o as usize - from), usize::from(l), usize::from(k));
-                out[o..o + k].copy_from_slice(&line.as_bytes()[l..l + k]);
-            }
-        };
-        let mut pos = 0;
-        for &(start, end, hole) in &template.holes {
-            copy(o.out, pos, start as usize);
-            match hole {
-                Hole::Slice { from, len, .. } => escaped(o.out, at(from, len).as_bytes()),
-                Hole::Source => string(o.out, source),
-                Hole::Component => {
-                    let target = Some(seen.target).filter(|t| !t.is_empty());
-                    string(o.out, shape_component(seen.producer, target).as_str());
-                }
-                Hole::Line => o.num("line", n),
-                Hole::Uptime => {
-                    if let Some(u) = uptime {
-                        o.float("uptime", u);
-                    }
-                }
-                Hole::Status { from, len } => status_part(&mut o, Some(at(from, len))),
-                Hole::Sz { from, len } => sz_part(&mut o, Some(at(from, len))),
-            }
-            pos = end as usize;
-        }
-        copy(o.out, pos, template.bytes.len());
-        true
-    })
-}
-
-/// The component of a line read by a shape, from its target.
-fn shape_component(producer: Producer, target: Option<&str>) -> Component {
-    of_target(producer, target).unwrap_or_default()
 }
 
 #[cfg(test)]
