@@ -10,6 +10,7 @@ pub mod fields;
 pub mod foreign;
 pub mod json;
 pub mod kube;
+mod mask;
 pub mod metrics;
 pub mod other;
 pub mod plain;

@@ -13,6 +13,7 @@
 //! cache never changes what a line is read as, only how fast.
 
 use super::event::{Event, Level, Producer, Span};
+use super::mask::mask;
 use super::plain::{
     level_word, proxy_uptime, root_reads_digits, seconds, split_tail, thread_id, uptime,
     uptime_parts,
@@ -137,34 +138,6 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
-}
-
-/// Copies `line` into `out` with every ASCII digit made `0` (a loop the
-/// compiler turns into vector code); returns a hash of the copy, made four
-/// words at a time.
-fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
-    out.clear();
-    out.resize(line.len(), 0);
-    for (o, b) in out.iter_mut().zip(line) {
-        *o = if b.is_ascii_digit() { b'0' } else { *b };
-    }
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h = [line.len() as u64, 1, 2, 3];
-    let mut chunks = out.chunks_exact(32);
-    for c in &mut chunks {
-        for (i, w) in c.chunks_exact(8).enumerate() {
-            let x = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-            h[i] = (h[i].rotate_left(5) ^ x).wrapping_mul(K);
-        }
-    }
-    let mut tail = [0u8; 32];
-    tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    for (i, w) in tail.chunks_exact(8).enumerate() {
-        let x = u64::from_le_bytes(w.try_into().expect("eight bytes"));
-        h[i] = (h[i].rotate_left(5) ^ x).wrapping_mul(K);
-    }
-    h.iter()
-        .fold(0u64, |a, x| (a.rotate_left(17) ^ x).wrapping_mul(K))
 }
 
 /// Where `part` is in `line`, when it is a slice of it (under 64 KiB in).
