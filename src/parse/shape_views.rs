@@ -27,8 +27,9 @@ pub(super) enum View {
 const VIEWS: usize = 7;
 
 /// Shapes kept per thread before starting over: those that make up most
-/// lines ([`template`](super::template)), in well under a MiB.
-const MAX_SHAPES: usize = 8192;
+/// lines ([`template`](super::template)), in well under a MiB; seven
+/// eighths of a power of two, as its generations.
+const MAX_SHAPES: usize = 7168;
 
 #[derive(Clone, Copy, Default)]
 enum Place {

@@ -16,8 +16,9 @@ use crate::parse::template::{keep, ById};
 use crate::parse::Event;
 use std::cell::RefCell;
 
-/// Shapes kept per thread before starting over.
-const MAX_SHAPES: usize = 16384;
+/// Shapes kept per thread before starting over: seven eighths of a power
+/// of two, as [`template`](crate::parse::template)'s generations.
+const MAX_SHAPES: usize = 14336;
 
 struct Lits {
     /// The rules with a literal without a digit in the shape's text, and

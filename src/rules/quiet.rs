@@ -20,8 +20,9 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Shapes' facts kept per thread before starting over.
-const MAX_FACTS: usize = 16384;
+/// Shapes' facts kept per thread before starting over: seven eighths of
+/// a power of two, as [`template`](crate::parse::template)'s generations.
+const MAX_FACTS: usize = 14336;
 
 /// The searches that tell quiet lines, made with an engine.
 pub struct Quiet {
