@@ -282,9 +282,17 @@ fn cmd_summarize(
     let mut sources = out.open(files)?;
     let mut total = Summary::default();
     let mut per_source: Vec<(String, Summary)> = Vec::new();
+    // A block's summary is small beside it (its tables are capped), so
+    // larger blocks cost little memory, and each block costs a few thread
+    // wake-ups: 1 GiB gateway log, 2 threads, 2.93 s in 256 KiB blocks,
+    // 2.65 s in 1 MiB.
+    let opts = pipeline::Options {
+        block_size: 1 << 20,
+        ..*opts
+    };
     pipeline::run(
         &mut sources,
-        opts,
+        &opts,
         || SummaryAcc::new(&engine),
         |name, acc| {
             let block = acc.into_summary();

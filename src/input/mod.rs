@@ -257,6 +257,12 @@ pub struct Cut {
     pub dropped: u64,
 }
 
+/// Lines a block takes before it is cut, whatever its bytes: what a
+/// block's lines cost beside its bytes (where each ends, explain's key of
+/// each line's connection) is then bounded, though a mebibyte of a
+/// proxy's lines is some 3 000 of them and of empty lines a million.
+const MAX_LINES: usize = 16384;
+
 /// A source cut into blocks of whole lines of about `size` bytes, never
 /// inside a multi-line record. Where a block ends depends on the input and
 /// `size` alone, never on the thread count, so neither do results. A lone
@@ -362,27 +368,39 @@ impl<'s> Blocks<'s> {
         }
         buf.clear();
         buf.append(&mut self.carry);
-        let mut want = self.size;
+        let (mut want, mut lines) = (self.size, MAX_LINES);
         // Lines before `checked` are known not to start a record.
         let mut checked = 0;
         let cut = loop {
             self.fill(buf, want)?;
+            // The block ends by the line `lines` at the latest.
+            let room = self
+                .scanned_ends
+                .get(lines - 1)
+                .map_or(buf.len(), |e| e + 1);
+            let capped = room < buf.len();
+            // Where the last line in reach starts.
+            let last = if capped { room } else { self.line_start };
             if self.eof {
-                break buf.len();
+                break room;
             }
             if self.live {
                 break self.line_start;
             }
-            match anchored_cut(buf, checked) {
+            match anchored_cut(&buf[..room], checked) {
                 Some(cut) => break cut,
                 // No line here starts a record, so one may still be running
-                // (a panic's trace): read on, up to a few blocks.
-                None if buf.len() < 4 * self.size => {
-                    checked = self.line_start;
-                    want = buf.len() + self.size;
+                // (a panic's trace): reach on, up to a few blocks (reading
+                // on only when no line already read is out of reach).
+                None if lines < 4 * MAX_LINES && (capped || buf.len() < 4 * self.size) => {
+                    checked = last;
+                    lines += MAX_LINES;
+                    if !capped {
+                        want = buf.len() + self.size;
+                    }
                 }
-                None if self.line_start == 0 => break buf.len(),
-                None => break self.line_start,
+                None if last == 0 => break buf.len(),
+                None => break last,
             }
         };
         // The carry was scanned as it was read (but for an undecided CR).

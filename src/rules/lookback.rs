@@ -29,6 +29,10 @@ const NIL: u32 = u32::MAX;
 /// connection's lines are apart in a busy proxy's log, and what memory
 /// allows beside the blocks in flight.
 const HISTORY: usize = 8 << 20;
+/// Lines of earlier blocks looked back into: some 20 bytes are kept for
+/// each (its key, where it ends), so 8 MiB of short lines would hold far
+/// more than their bytes. At a proxy's 300 bytes a line, 8 MiB is 28 000.
+const HISTORY_LINES: usize = 1 << 17;
 
 /// The key of a client connection's address (never [`NONE`]).
 fn key_of(client: &str) -> u64 {
@@ -345,6 +349,7 @@ impl BlockConns {
 pub struct History {
     blocks: VecDeque<(Arc<Text>, BlockConns)>,
     bytes: usize,
+    lines: usize,
     /// The sequence number of `blocks[0]`.
     first: u64,
     /// By key, the blocks (sequence numbers, oldest first) that hold it.
@@ -385,10 +390,12 @@ impl History {
             self.seen.entry(k).or_default().push(seq);
         }
         self.bytes += text.data.len();
+        self.lines += text.ends.len();
         self.blocks.push_back((text, conns));
-        while self.bytes > HISTORY && self.blocks.len() > 1 {
+        while (self.bytes > HISTORY || self.lines > HISTORY_LINES) && self.blocks.len() > 1 {
             if let Some((t, _)) = self.blocks.pop_front() {
                 self.bytes -= t.data.len();
+                self.lines -= t.ends.len();
             }
             self.first += 1;
         }
