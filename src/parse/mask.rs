@@ -1,21 +1,32 @@
 //! A line's text with every digit made `0`, and a hash of it: the key a
 //! line shape is looked up by ([`template`](super::template)). It is made
-//! for every line read through a shape, so sixteen bytes at a time where
-//! the machine has vector registers; elsewhere the same bytes and the same
-//! hash are made a word at a time (a test holds the two equal).
+//! for every line read through a shape, so in vector registers: 32 bytes
+//! at a time where the processor has AVX2, 16 with SSE2 (every x86_64
+//! has it); elsewhere the same bytes and the same hash are made a word at
+//! a time. A test holds the three equal.
 
-/// Sixteen bytes: a chunk of the line, as two little-endian words.
-type Chunk = [u8; 16];
+/// The bytes hashed at a time: a chunk of the line, as four little-endian
+/// words, each pair of them stepped on its own (one vector lane each).
+const CHUNK: usize = 32;
+type Chunk = [u8; CHUNK];
 
 const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The accumulator a hash starts from.
+const SEED: [u64; 4] = [K, K.rotate_left(32), K.rotate_left(16), K.rotate_left(48)];
 
 /// Copies `line` into `out` with every ASCII digit made `0`; returns a
 /// hash of the copy.
 pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: every x86_64 processor has SSE2.
-        unsafe { sse2::mask(line, out) }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the processor has AVX2.
+            unsafe { vector::mask_avx2(line, out) }
+        } else {
+            // SAFETY: every x86_64 processor has SSE2.
+            unsafe { vector::mask_sse2(line, out) }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -24,30 +35,34 @@ pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
 }
 
 /// Calls `each` with where each chunk of a line of `len` bytes starts:
-/// every sixteen bytes, and the last one ends where the line does (it
-/// overlaps the one before; masking a byte twice makes it the same).
-/// False, calling it for none, for a line shorter than a chunk, which is
-/// read as one chunk padded with zeros.
+/// every 32 bytes, and the last one ends where the line does (it overlaps
+/// the one before; masking a byte twice makes it the same). False,
+/// calling it for none, for a line shorter than a chunk, which is read as
+/// one chunk padded with zeros.
 #[inline(always)]
 fn chunks(len: usize, mut each: impl FnMut(usize)) -> bool {
-    if len < 16 {
+    if len < CHUNK {
         return false;
     }
     let mut s = 0;
-    while s + 16 <= len {
+    while s + CHUNK <= len {
         each(s);
-        s += 16;
+        s += CHUNK;
     }
     if s < len {
-        each(len - 16);
+        each(len - CHUNK);
     }
     true
 }
 
-/// The hash of a text made of chunks that left the accumulator's two
-/// words at `a`.
-fn finish(a: [u64; 2], len: usize) -> u64 {
-    let mut h = a[0] ^ a[1].rotate_left(29) ^ (len as u64).wrapping_mul(K);
+/// The hash of a text of `len` bytes whose chunks left the accumulator
+/// at `a`.
+fn finish(a: [u64; 4], len: usize) -> u64 {
+    let mut h = a[0]
+        ^ a[1].rotate_left(29)
+        ^ a[2].rotate_left(13)
+        ^ a[3].rotate_left(43)
+        ^ (len as u64).wrapping_mul(K);
     // Murmur3's finalizer: every bit of the words reaches every bit.
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -56,13 +71,10 @@ fn finish(a: [u64; 2], len: usize) -> u64 {
     h ^ (h >> 33)
 }
 
-/// The accumulator a hash starts from.
-const SEED: [u64; 2] = [K, K.rotate_left(32)];
-
-/// The word at a time way, which the vector way must equal.
+/// The word at a time way, which the vector ways must equal.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 mod words {
-    use super::{chunks, finish, Chunk, SEED};
+    use super::{chunks, finish, Chunk, CHUNK, SEED};
 
     fn mask_byte(b: u8) -> u8 {
         if b.is_ascii_digit() {
@@ -72,17 +84,18 @@ mod words {
         }
     }
 
-    /// One masked chunk into the accumulator: each word is keyed by the
-    /// accumulator, its halves multiplied, and the other word added, so
-    /// that no chunk is lost to a zero product and the order of chunks
-    /// counts.
-    fn step(a: &mut [u64; 2], m: &Chunk) {
-        let m0 = u64::from_le_bytes(m[..8].try_into().expect("eight bytes"));
-        let m1 = u64::from_le_bytes(m[8..].try_into().expect("eight bytes"));
+    /// One masked chunk into the accumulator: each word is keyed by its
+    /// word of the accumulator, its halves multiplied, and the other word
+    /// of its pair added, so that no chunk is lost to a zero product and
+    /// the order of chunks counts.
+    fn step(a: &mut [u64; 4], m: &Chunk) {
+        let w = |i: usize| u64::from_le_bytes(m[8 * i..8 * i + 8].try_into().expect("a word"));
         let prod = |d: u64| (d & 0xffff_ffff).wrapping_mul(d >> 32);
-        let (p0, p1) = (prod(m0 ^ a[0]), prod(m1 ^ a[1]));
-        a[0] = a[0].wrapping_add(m1).wrapping_add(p0);
-        a[1] = a[1].wrapping_add(m0).wrapping_add(p1);
+        let m = [w(0), w(1), w(2), w(3)];
+        let p = [0, 1, 2, 3].map(|i| prod(m[i] ^ a[i]));
+        for i in 0..4 {
+            a[i] = a[i].wrapping_add(m[i ^ 1]).wrapping_add(p[i]);
+        }
     }
 
     pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
@@ -90,10 +103,10 @@ mod words {
         out.extend(line.iter().map(|b| mask_byte(*b)));
         let mut a = SEED;
         let whole = chunks(line.len(), |s| {
-            step(&mut a, out[s..s + 16].try_into().expect("a chunk"));
+            step(&mut a, out[s..s + CHUNK].try_into().expect("a chunk"));
         });
         if !whole {
-            let mut c: Chunk = [0; 16];
+            let mut c: Chunk = [0; CHUNK];
             c[..out.len()].copy_from_slice(out);
             step(&mut a, &c);
         }
@@ -102,12 +115,12 @@ mod words {
 
     #[cfg(all(test, target_arch = "x86_64"))]
     mod tests {
-        use super::super::sse2;
+        use super::super::vector;
 
-        /// Both ways make the same bytes and the same hash, for every
+        /// Every way makes the same bytes and the same hash, for every
         /// length around the chunk's and every kind of byte.
         #[test]
-        fn the_vector_way_is_the_word_way() {
+        fn the_vector_ways_are_the_word_way() {
             let mut seed = 0x2545_f491_4f6c_dd1du64;
             let mut next = || {
                 seed ^= seed << 13;
@@ -115,7 +128,8 @@ mod words {
                 seed ^= seed << 17;
                 seed
             };
-            for len in 0..100 {
+            let avx2 = std::arch::is_x86_feature_detected!("avx2");
+            for len in 0..150 {
                 for _ in 0..20 {
                     // Digits, the bytes either side of them, and any byte.
                     let line: Vec<u8> = (0..len)
@@ -125,11 +139,18 @@ mod words {
                             _ => next() as u8,
                         })
                         .collect();
-                    let (mut a, mut b) = (Vec::new(), vec![7; 3]);
+                    let mut want = Vec::new();
+                    let hash = super::mask(&line, &mut want);
+                    let mut got = vec![7; 3];
                     // SAFETY: every x86_64 processor has SSE2.
-                    let vector = unsafe { sse2::mask(&line, &mut b) };
-                    assert_eq!(super::mask(&line, &mut a), vector);
-                    assert_eq!(a, b, "{line:?}");
+                    assert_eq!(unsafe { vector::mask_sse2(&line, &mut got) }, hash);
+                    assert_eq!(got, want, "{line:?}");
+                    if avx2 {
+                        got.clear();
+                        // SAFETY: the processor has AVX2.
+                        assert_eq!(unsafe { vector::mask_avx2(&line, &mut got) }, hash);
+                        assert_eq!(got, want, "{line:?}");
+                    }
                 }
             }
         }
@@ -137,14 +158,14 @@ mod words {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod sse2 {
-    use super::{chunks, finish, Chunk, SEED};
+mod vector {
+    use super::{chunks, finish, Chunk, CHUNK, SEED};
     use std::arch::x86_64::*;
 
-    /// Chunk `v` masked, and the accumulator `a` stepped by it as
-    /// [`words`](super::words) steps it.
+    /// Sixteen bytes `v` masked, and the accumulator's pair of words `a`
+    /// stepped by them as [`words`](super::words) steps them.
     #[target_feature(enable = "sse2")]
-    fn step(a: __m128i, v: __m128i) -> (__m128i, __m128i) {
+    fn step_sse2(a: __m128i, v: __m128i) -> (__m128i, __m128i) {
         // A digit is a byte whose distance above `0` is at most 9.
         let t = _mm_sub_epi8(v, _mm_set1_epi8(b'0' as i8));
         let digit = _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(9)), t);
@@ -155,38 +176,83 @@ mod sse2 {
         (_mm_add_epi64(_mm_add_epi64(a, swapped), prod), m)
     }
 
-    #[target_feature(enable = "sse2")]
-    pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
+    /// [`step_sse2`] on both halves of a chunk at once: AVX2's shuffles
+    /// and products work within each half.
+    #[target_feature(enable = "avx2")]
+    fn step_avx2(a: __m256i, v: __m256i) -> (__m256i, __m256i) {
+        let t = _mm256_sub_epi8(v, _mm256_set1_epi8(b'0' as i8));
+        let digit = _mm256_cmpeq_epi8(_mm256_min_epu8(t, _mm256_set1_epi8(9)), t);
+        let m = _mm256_andnot_si256(_mm256_and_si256(digit, _mm256_set1_epi8(0x0f)), v);
+        let d = _mm256_xor_si256(m, a);
+        let prod = _mm256_mul_epu32(d, _mm256_shuffle_epi32::<0b10_11_00_01>(d));
+        let swapped = _mm256_shuffle_epi32::<0b01_00_11_10>(m);
+        (_mm256_add_epi64(_mm256_add_epi64(a, swapped), prod), m)
+    }
+
+    /// Runs `step` on each chunk of `line`, loaded from `src + at` and
+    /// its masked bytes stored at `dst + at`, into `out`.
+    #[inline(always)]
+    fn each_chunk(line: &[u8], out: &mut Vec<u8>, mut step: impl FnMut(*const u8, *mut u8)) {
         let len = line.len();
         out.clear();
         out.reserve(len);
-        let mut a = _mm_set_epi64x(SEED[1] as i64, SEED[0] as i64);
         let (src, dst) = (line.as_ptr(), out.as_mut_ptr());
-        let whole = chunks(len, |s| {
-            // SAFETY: `s + 16 <= len`, and `out` has room for `len`
-            // bytes; unaligned loads and stores.
-            unsafe {
-                let (next, m) = step(a, _mm_loadu_si128(src.add(s).cast()));
-                _mm_storeu_si128(dst.add(s).cast(), m);
-                a = next;
-            }
-        });
+        // SAFETY: `s + CHUNK <= len`, and `out` has room for `len` bytes.
+        let whole = chunks(len, |s| unsafe { step(src.add(s), dst.add(s)) });
         if whole {
             // SAFETY: the chunks cover every byte below `len`.
             unsafe { out.set_len(len) };
         } else {
-            let mut c: Chunk = [0; 16];
+            let mut c: Chunk = [0; CHUNK];
             c[..len].copy_from_slice(line);
-            // SAFETY: unaligned load and store of sixteen bytes.
-            unsafe {
-                let (next, m) = step(a, _mm_loadu_si128(c.as_ptr().cast()));
-                _mm_storeu_si128(c.as_mut_ptr().cast(), m);
-                a = next;
-            }
+            let p = c.as_mut_ptr();
+            step(p, p);
             out.extend_from_slice(&c[..len]);
         }
-        let lo = _mm_cvtsi128_si64(a) as u64;
-        let hi = _mm_cvtsi128_si64(_mm_unpackhi_epi64(a, a)) as u64;
-        finish([lo, hi], len)
+    }
+
+    /// # Safety
+    /// The processor has SSE2 (every x86_64 does).
+    #[target_feature(enable = "sse2")]
+    pub unsafe fn mask_sse2(line: &[u8], out: &mut Vec<u8>) -> u64 {
+        let mut lo = _mm_set_epi64x(SEED[1] as i64, SEED[0] as i64);
+        let mut hi = _mm_set_epi64x(SEED[3] as i64, SEED[2] as i64);
+        // SAFETY: `each_chunk` passes 32 bytes to read and to write.
+        each_chunk(line, out, |src, dst| unsafe {
+            let (a, m) = step_sse2(lo, _mm_loadu_si128(src.cast()));
+            _mm_storeu_si128(dst.cast(), m);
+            let (b, n) = step_sse2(hi, _mm_loadu_si128(src.add(16).cast()));
+            _mm_storeu_si128(dst.add(16).cast(), n);
+            (lo, hi) = (a, b);
+        });
+        let word = |v: __m128i, high: bool| {
+            let v = if high { _mm_unpackhi_epi64(v, v) } else { v };
+            _mm_cvtsi128_si64(v) as u64
+        };
+        let a = [
+            word(lo, false),
+            word(lo, true),
+            word(hi, false),
+            word(hi, true),
+        ];
+        finish(a, line.len())
+    }
+
+    /// # Safety
+    /// The processor has AVX2.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn mask_avx2(line: &[u8], out: &mut Vec<u8>) -> u64 {
+        let s = SEED.map(|w| w as i64);
+        let mut acc = _mm256_set_epi64x(s[3], s[2], s[1], s[0]);
+        // SAFETY: `each_chunk` passes 32 bytes to read and to write.
+        each_chunk(line, out, |src, dst| unsafe {
+            let (a, m) = step_avx2(acc, _mm256_loadu_si256(src.cast()));
+            _mm256_storeu_si256(dst.cast(), m);
+            acc = a;
+        });
+        let mut a = [0u64; 4];
+        // SAFETY: an unaligned store of 32 bytes into `a`.
+        unsafe { _mm256_storeu_si256(a.as_mut_ptr().cast(), acc) };
+        finish(a, line.len())
     }
 }
