@@ -2,7 +2,8 @@
 //! counted without their events, lines read through the shapes cache, a
 //! shape's literals found once, and connection context looked back for, on every corpus log and on generated
 //! logs of each scenario and format. So does parse's: lines written from
-//! their shape's record.
+//! their shape's record; and summarize's: lines counted by their shape's
+//! plan.
 
 #[path = "../examples/gen.rs"]
 #[allow(dead_code)]
@@ -120,6 +121,45 @@ fn summaries_read_by_shape_are_the_same() {
     for (name, data) in corpus().into_iter().chain(generated(1 << 20)) {
         let want = summary(&name, &data, 64 << 10, &slow);
         assert_eq!(summary(&name, &data, 64 << 10, &fast), want, "{name}");
+    }
+}
+
+/// A port is read from the first of its places where it reads as one; a
+/// line of a known shape whose port does not read where its shape's first
+/// line's did (`port=99999`) still counts under the port read elsewhere.
+/// Its TLS state is counted by port, as are the statuses and peeks of the
+/// lines around it, whichever comes first.
+#[test]
+fn summaries_read_each_lines_port_where_it_reads() {
+    let line = |n: u32, server: u32, target: u32| {
+        format!("[     {n}.000001s] DEBUG ThreadId(01) inbound:accept{{client.addr=10.0.0.7:40000 target.addr=10.0.0.1:{target}}}:server{{port={server}}}: linkerd_tls::server: Peeked bytes from TCP stream sz=517\n")
+    };
+    let (fast, slow) = (engine(true), engine(false));
+    for ports in [
+        [
+            (14143, 14143),
+            (99999, 18080),
+            (14143, 14143),
+            (99999, 99999),
+        ],
+        [
+            (99999, 18080),
+            (14143, 14143),
+            (99999, 99999),
+            (14143, 14143),
+        ],
+    ] {
+        let log: String = (1..40)
+            .map(|n| {
+                let (server, target) = ports[n as usize % 4];
+                line(n, server, target)
+            })
+            .collect();
+        let want = summary("ports.log", log.as_bytes(), 1 << 30, &slow);
+        for port in ["14143", "18080"] {
+            assert!(want.contains(port), "{port}: {want}");
+        }
+        assert_eq!(summary("ports.log", log.as_bytes(), 1 << 30, &fast), want);
     }
 }
 

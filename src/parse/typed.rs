@@ -154,9 +154,49 @@ pub fn sz_of(v: &str) -> Option<u64> {
     v.parse().ok()
 }
 
+/// The authority a `service{ns= name= port=}` span names.
+pub fn service_authority(name: &str, ns: &str, port: &str) -> String {
+    format!("{name}.{ns}.svc.cluster.local:{port}")
+}
+
+/// The places [`Event::port`] reads, in its order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortFrom {
+    /// The `server` span's `port`.
+    Server,
+    /// The port of the address the client connected to.
+    Target,
+    Field,
+    /// `header=TransportHeader { port: 8080, name: None, … }`
+    Header,
+}
+
+impl PortFrom {
+    pub const ALL: [PortFrom; 4] = [
+        PortFrom::Server,
+        PortFrom::Target,
+        PortFrom::Field,
+        PortFrom::Header,
+    ];
+
+    /// The port its text gives.
+    pub fn read(self, t: &str) -> Option<u16> {
+        match self {
+            PortFrom::Server | PortFrom::Field => t.parse().ok(),
+            PortFrom::Target => port_of(t),
+            PortFrom::Header => {
+                let r = &t[t.find("port: ")? + 6..];
+                r[..r.find(|c: char| !c.is_ascii_digit())?].parse().ok()
+            }
+        }
+    }
+}
+
 /// `host:port` → port.
 pub fn port_of(addr: &str) -> Option<u16> {
-    addr.rsplit_once(':')?.1.parse().ok()
+    // By bytes: summarize asks it of every line's target address.
+    let colon = memchr::memrchr(b':', addr.as_bytes())?;
+    addr[colon + 1..].parse().ok()
 }
 
 /// `host:port` → host (IPv6 brackets removed).
@@ -239,7 +279,7 @@ impl<'a> Event<'a> {
     }
 
     /// The text [`Event::tls`] reads.
-    fn tls_text(&self) -> Option<&str> {
+    pub fn tls_text(&self) -> Option<&str> {
         self.first_of(&["tls", "client.tls"])
             .or_else(|| self.span_field("tls"))
     }
@@ -281,18 +321,22 @@ impl<'a> Event<'a> {
             })
     }
 
-    /// The inbound port a connection arrived on.
+    /// The inbound port a connection arrived on: the first of its places
+    /// that reads as one.
     pub fn port(&self) -> Option<u16> {
-        self.span_first(span_names!["server"], &["port"])
-            .and_then(|p| p.parse().ok())
-            .or_else(|| self.target_addr().and_then(port_of))
-            .or_else(|| self.field("port").and_then(|p| p.parse().ok()))
-            .or_else(|| {
-                // `header=TransportHeader { port: 8080, name: None, … }`
-                let h = self.field("header")?;
-                let r = &h[h.find("port: ")? + 6..];
-                r[..r.find(|c: char| !c.is_ascii_digit())?].parse().ok()
-            })
+        PortFrom::ALL
+            .iter()
+            .find_map(|f| f.read(self.port_text(*f)?))
+    }
+
+    /// The text at one of the places [`Event::port`] reads.
+    pub fn port_text(&self, from: PortFrom) -> Option<&str> {
+        match from {
+            PortFrom::Server => self.span_first(span_names!["server"], &["port"]),
+            PortFrom::Target => self.target_addr(),
+            PortFrom::Field => self.field("port"),
+            PortFrom::Header => self.field("header"),
+        }
     }
 
     /// The logical destination (service authority) the request went to.
@@ -304,7 +348,7 @@ impl<'a> Event<'a> {
             if let (Some(ns), Some(name), Some(port)) =
                 (svc.field("ns"), svc.field("name"), svc.field("port"))
             {
-                return Some(Cow::Owned(format!("{name}.{ns}.svc.cluster.local:{port}")));
+                return Some(Cow::Owned(service_authority(name, ns, port)));
             }
         }
         self.by_shape(View::DstLegacy, Event::dst_legacy)

@@ -644,7 +644,7 @@ impl Accumulator for State<'_> {
         let proxy = seen.producer.is_proxy();
         s.proxy_events += u64::from(proxy);
         let cue = format_cue(seen.producer, seen.thread, seen.timestamp, seen.target);
-        self.era_sampler.lean(cue, proxy, &mut s.era);
+        self.era_sampler.lean(cue, proxy, &[], &mut s.era);
         self.lookback.lean(line, seen.line, conn, around);
         true
     }

@@ -248,6 +248,18 @@ impl Engine {
         !self.prefilter.is_match(text)
     }
 
+    /// Are a shape's literals and era wording told once, for all of its
+    /// lines ([`super::by_shape`])?
+    pub fn tells_by_shape(&self) -> bool {
+        self.shapes && self.eras_without_digits
+    }
+
+    /// Which engine this is: what a per-thread cache keeps for one engine
+    /// is not another's.
+    pub fn id(&self) -> u64 {
+        self.quiet.id
+    }
+
     /// Can a pass count a line without its event when it holds none of the
     /// rules' literals? Not when a rule has none (it is tried on every
     /// event), nor when a time window needs each line's time.

@@ -140,12 +140,14 @@ impl EraSampler {
 }
 
 impl EraSampler {
-    /// A quiet line: its format's cue; its wording, known to hold no cue,
-    /// uses up its place in the sample (a proxy's line).
-    pub fn lean(&mut self, cue: EraCue, proxy: bool, vote: &mut EraVote) {
+    /// A quiet line read by its shape, whose wording does not bound the
+    /// era: its format's `cue`, and while the sample lasts (a proxy's
+    /// line), the `cues` its shape's wording holds.
+    pub fn lean(&mut self, cue: EraCue, proxy: bool, cues: &[EraCue], vote: &mut EraVote) {
         vote.add(cue);
-        if proxy {
-            self.budget = self.budget.saturating_sub(1);
+        if proxy && self.budget > 0 {
+            self.budget -= 1;
+            cues.iter().for_each(|c| vote.add(*c));
         }
     }
 }

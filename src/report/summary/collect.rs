@@ -1,13 +1,15 @@
 //! Reading events into a [`Summary`]: one accumulator per block of input.
 
+use super::lean::{self, Line};
 use super::{
     bump, bump_endpoint, bump_in, entry, short, slot, template, Dest, Fast, Kind, Peer,
     SourceStats, Summary, MAX_KEYS, MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
 };
-use crate::parse::era::EraCue;
+use crate::parse::era::{format_cue, EraCue};
+use crate::parse::template::Seen;
 use crate::parse::typed::host_of;
-use crate::parse::{Event, Level, Metric, Record};
-use crate::pipeline::Accumulator;
+use crate::parse::{Event, Level, Metric, Producer, Record};
+use crate::pipeline::{Accumulator, Around};
 use crate::rules::engine::{Engine, EraSampler, Wording};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -25,19 +27,73 @@ pub struct SummaryAcc<'e> {
     era_sampler: EraSampler,
     /// A buffer for a line's era cues.
     era_found: Vec<EraCue>,
+    running: Running,
 }
 
-impl Summary {
+/// Counts kept apart while a block is read, for the tables every line
+/// adds to (each a look-up by name) and added to them at its end.
+#[derive(Default)]
+struct Running {
+    /// A block is of one source: its name and counts.
+    source: Option<(String, SourceStats)>,
+    producers: Vec<(Producer, u64)>,
+    levels: [u64; Level::ALL.len()],
+}
+
+impl Running {
+    /// The counts of `source`'s lines.
+    fn source(&mut self, s: &mut Summary, source: &str) -> &mut SourceStats {
+        if self.source.as_ref().is_some_and(|(n, _)| n != source) {
+            self.flush_source(s);
+        }
+        &mut self
+            .source
+            .get_or_insert_with(|| (source.to_string(), SourceStats::default()))
+            .1
+    }
+
+    fn flush_source(&mut self, s: &mut Summary) {
+        if let Some((name, c)) = self.source.take() {
+            let e = entry(&mut s.sources, &name);
+            e.lines += c.lines;
+            e.events += c.events;
+            e.unparsed += c.unparsed;
+            e.warnings += c.warnings;
+            e.errors += c.errors;
+        }
+    }
+
     /// Counts an event (a log line's or a metric sample's) in the totals
     /// and its source's, and by producer.
-    fn count(&mut self, source: &str, ev: &Event<'_>) -> &mut SourceStats {
-        self.events += 1;
-        self.lines += u64::from(ev.lines);
-        *self.producers.entry(ev.producer.as_str()).or_insert(0) += 1;
-        let src = entry(&mut self.sources, source);
+    fn count(
+        &mut self,
+        s: &mut Summary,
+        source: &str,
+        producer: Producer,
+        lines: u32,
+    ) -> &mut SourceStats {
+        s.events += 1;
+        s.lines += u64::from(lines);
+        match self.producers.iter_mut().find(|(p, _)| *p == producer) {
+            Some((_, n)) => *n += 1,
+            None => self.producers.push((producer, 1)),
+        }
+        let src = self.source(s, source);
         src.events += 1;
-        src.lines += u64::from(ev.lines);
+        src.lines += u64::from(lines);
         src
+    }
+
+    fn into(mut self, s: &mut Summary) {
+        self.flush_source(s);
+        for (p, n) in self.producers {
+            *s.producers.entry(p.as_str()).or_insert(0) += n;
+        }
+        for (l, n) in Level::ALL.iter().zip(self.levels) {
+            if n > 0 {
+                *s.levels.entry(l.as_str()).or_insert(0) += n;
+            }
+        }
     }
 }
 
@@ -52,20 +108,22 @@ impl<'e> SummaryAcc<'e> {
             last_wall: None,
             era_sampler: EraSampler::default(),
             era_found: Vec::new(),
+            running: Running::default(),
         }
     }
 
     /// What the block held.
     pub fn into_summary(mut self) -> Summary {
         let s = &mut self.summary;
+        self.running.into(s);
         s.destinations = self.destinations.into_iter().collect();
         s.clients = self.clients.into_iter().collect();
         s.endpoints = self.endpoints.into_iter().collect();
         self.summary
     }
 
-    fn second_of(&mut self, ev: &Event<'_>) -> Option<(i64, bool)> {
-        if let Some(ts) = ev.wrapper.timestamp.or(ev.timestamp.as_deref()) {
+    fn second_of(&mut self, wall: Option<&str>, uptime: Option<f64>) -> Option<(i64, bool)> {
+        if let Some(ts) = wall {
             let key = ts.get(..19)?;
             if let Some((k, s)) = &self.last_wall {
                 if k == key {
@@ -79,20 +137,10 @@ impl<'e> SummaryAcc<'e> {
             self.last_wall = Some((key.to_string(), secs));
             return Some((secs, true));
         }
-        ev.uptime.map(|u| (u as i64, false))
+        uptime.map(|u| (u as i64, false))
     }
 
     fn event(&mut self, source: &str, ev: &Event<'_>) {
-        let src = self.summary.count(source, ev);
-        match ev.level {
-            Some(Level::Warn) => src.warnings += 1,
-            Some(Level::Error) => src.errors += 1,
-            _ => {}
-        }
-        let s = &mut self.summary;
-        if let Some(l) = ev.level {
-            *s.levels.entry(l.as_str()).or_insert(0) += 1;
-        }
         let wording = match self.engine.era_by_shape(ev, &mut self.era_found) {
             Some(bounds) => Wording::Shaped {
                 cues: &self.era_found,
@@ -101,17 +149,35 @@ impl<'e> SummaryAcc<'e> {
             None => Wording::Unknown,
         };
         self.era_sampler
-            .observe(self.engine, ev, wording, &mut s.era);
-        if let Some(p) = ev.wrapper.pod {
+            .observe(self.engine, ev, wording, &mut self.summary.era);
+        self.tally(source, ev.line, ev);
+        lean::learn(self.engine, ev);
+    }
+
+    /// Counts a line in every table but the era's.
+    fn tally<'l>(&mut self, source: &str, n: u64, ev: &impl Line<'l>) {
+        let src = self
+            .running
+            .count(&mut self.summary, source, ev.producer(), ev.lines());
+        match ev.level() {
+            Some(Level::Warn) => src.warnings += 1,
+            Some(Level::Error) => src.errors += 1,
+            _ => {}
+        }
+        if let Some(l) = ev.level() {
+            self.running.levels[l as usize] += 1;
+        }
+        let s = &mut self.summary;
+        if let Some(p) = ev.pod() {
             bump(&mut s.pods, short(p).as_ref(), 1);
         }
-        if let Some(c) = ev.wrapper.container {
+        if let Some(c) = ev.container() {
             bump(&mut s.containers, short(c).as_ref(), 1);
         }
-        if let Some(u) = ev.uptime {
+        if let Some(u) = ev.uptime() {
             s.uptime = Some(s.uptime.map_or((u, u), |(a, b)| (a.min(u), b.max(u))));
         }
-        if let Some(ts) = ev.wrapper.timestamp.or(ev.timestamp.as_deref()) {
+        if let Some(ts) = ev.wall() {
             if ts.len() >= 19 && ts.as_bytes()[4] == b'-' {
                 let w = s
                     .wall
@@ -125,9 +191,9 @@ impl<'e> SummaryAcc<'e> {
             }
         }
         let error = ev.error();
-        let loud = ev.level.is_some_and(|l| l >= Level::Warn);
+        let loud = ev.level().is_some_and(|l| l >= Level::Warn);
         let failing = loud || error.is_some();
-        if let Some((sec, wall)) = self.second_of(ev) {
+        if let Some((sec, wall)) = self.second_of(ev.wall(), ev.uptime()) {
             let s = &mut self.summary;
             s.seconds_are_wall |= wall;
             if s.seconds.len() < MAX_SECONDS || s.seconds.contains_key(&sec) {
@@ -137,44 +203,28 @@ impl<'e> SummaryAcc<'e> {
             }
         }
         let s = &mut self.summary;
+        let msg = ev.message();
         if failing {
-            let msg = ev.message();
             let text = match error {
                 Some(e) if !msg.ends_with(e) => format!("{msg} error={e}"),
-                _ if msg.is_empty() => ev.text.to_string(),
+                _ if msg.is_empty() => ev.text().to_string(),
                 _ => msg.to_string(),
             };
-            record_kind(
-                &mut s.error_kinds,
-                template(&text),
-                source,
-                ev.line,
-                ev.level,
-            );
+            record_kind(&mut s.error_kinds, template(&text), source, n, ev.level());
         }
         let status = ev.status();
         if let Some(st) = status {
             bump(&mut s.statuses, &st, 1);
         }
         let endpoint = ev.endpoint();
-        let msg = ev.message();
         let err = error.unwrap_or("");
-        // Most lines have no error: no search is set up for them.
-        let err_has = |t: &str| !err.is_empty() && err.contains(t);
-        let is_connect_err = msg.starts_with("Failed to connect")
-            || err_has("error trying to connect")
-            || err_has("connect timed out");
+        let says = ev.says();
         if let Some(dst) = ev.dst() {
             let d = slot(&mut self.destinations, &dst);
             d.events += 1;
-            if msg.contains("request failed") || msg.starts_with("Failed to proxy request") {
-                d.requests_failed += 1;
-            }
-            let lower_ff = |t: &str| t.contains("fail-fast") || t.contains("failfast");
-            if lower_ff(msg) || (!err.is_empty() && lower_ff(err)) {
-                d.failfast += 1;
-            }
-            if is_connect_err {
+            d.requests_failed += u64::from(says.request_failed);
+            d.failfast += u64::from(says.failfast);
+            if says.connect_error {
                 let kind = connect_kind(&format!("{msg} {err}"));
                 *d.connect_errors.entry(kind.to_string()).or_insert(0) += 1;
                 if let Some(p) = endpoint {
@@ -190,7 +240,7 @@ impl<'e> SummaryAcc<'e> {
             let p = slot(&mut self.clients, host_of(c));
             p.events += 1;
             p.errors += u64::from(failing);
-            p.closes_with_error += u64::from(msg == "Connection closed" && error.is_some());
+            p.closes_with_error += u64::from(says.closed && error.is_some());
         }
         if let Some(p) = endpoint {
             bump(&mut self.endpoints, short(p).as_ref(), 1);
@@ -205,13 +255,13 @@ impl<'e> SummaryAcc<'e> {
                 }
                 (st, _, _) => st.to_string().into(),
             })
-        } else if msg == "Peeked bytes from TCP stream" {
+        } else if says.peeked {
             Some(if ev.sz() == Some(0) {
                 "peek sz=0".into()
             } else {
                 "peek sz>0".into()
             })
-        } else if err_has("identity required") || err_has("must be mutually authenticated") {
+        } else if says.plaintext_refused {
             Some("plaintext refused".into())
         } else {
             None
@@ -231,9 +281,43 @@ impl<'e> SummaryAcc<'e> {
                 bump(&mut s.identities, short(id).as_ref(), 1);
             }
         }
-        if loud && !self.engine.knows(&ev.text) {
-            let t = template(&format!("{} {}", ev.target(), ev.message()));
-            record_kind(&mut self.summary.unknown, t, source, ev.line, ev.level);
+        if loud && !self.engine.knows(ev.text()) {
+            let t = template(&format!("{} {}", ev.target(), msg));
+            record_kind(&mut self.summary.unknown, t, source, n, ev.level());
+        }
+    }
+}
+
+/// What the tables ask of a line's message and error. Their wording has
+/// no digit, so the answers are the same for every line of a shape.
+#[derive(Clone, Copy)]
+pub(super) struct Says {
+    request_failed: bool,
+    failfast: bool,
+    connect_error: bool,
+    closed: bool,
+    /// A TLS detection's peek, whose `sz` tells what it found.
+    peeked: bool,
+    plaintext_refused: bool,
+}
+
+impl Says {
+    pub(super) fn of(msg: &str, err: Option<&str>) -> Says {
+        let err = err.unwrap_or("");
+        // Most lines have no error: no search is set up for them.
+        let err_has = |t: &str| !err.is_empty() && err.contains(t);
+        let ff = |t: &str| t.contains("fail-fast") || t.contains("failfast");
+        Says {
+            request_failed: msg.contains("request failed")
+                || msg.starts_with("Failed to proxy request"),
+            failfast: ff(msg) || (!err.is_empty() && ff(err)),
+            connect_error: msg.starts_with("Failed to connect")
+                || err_has("error trying to connect")
+                || err_has("connect timed out"),
+            closed: msg == "Connection closed",
+            peeked: msg == "Peeked bytes from TCP stream",
+            plaintext_refused: err_has("identity required")
+                || err_has("must be mutually authenticated"),
         }
     }
 }
@@ -281,7 +365,8 @@ impl SummaryAcc<'_> {
     /// snapshot's tables (never into the log tables: its labels are not a
     /// log line's fields).
     fn metric(&mut self, source: &str, ev: &Event<'_>) {
-        self.summary.count(source, ev);
+        self.running
+            .count(&mut self.summary, source, ev.producer, ev.lines);
         let s = &mut self.summary;
         match ev.metric {
             Some(Metric::Sample { name, value, .. }) => s
@@ -300,6 +385,23 @@ impl Accumulator for SummaryAcc<'_> {
         self.summary.cut_lines += 1;
     }
 
+    fn wants_lean(&self) -> bool {
+        self.engine.tells_by_shape()
+    }
+
+    /// A line of a shape with a plan ([`lean`]) is counted by it.
+    fn lean(&mut self, source: &str, n: u64, seen: &Seen<'_>, _: &Around<'_>) -> bool {
+        let engine = self.engine;
+        lean::read(engine, seen, |line, cues| {
+            let cue = format_cue(seen.producer, seen.thread, seen.timestamp, seen.target);
+            let proxy = seen.producer.is_proxy();
+            self.era_sampler
+                .lean(cue, proxy, cues, &mut self.summary.era);
+            self.tally(source, n, line);
+        })
+        .is_some()
+    }
+
     fn record(&mut self, source: &str, rec: &Record<'_>) {
         match rec {
             Record::Event(ev) if ev.metric.is_some() => self.metric(source, ev),
@@ -308,7 +410,7 @@ impl Accumulator for SummaryAcc<'_> {
                 let s = &mut self.summary;
                 s.unparsed += 1;
                 s.lines += 1;
-                let src = entry(&mut s.sources, source);
+                let src = self.running.source(s, source);
                 src.unparsed += 1;
                 src.lines += 1;
                 if !text.trim().is_empty() {

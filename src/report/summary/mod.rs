@@ -7,6 +7,7 @@
 
 mod collect;
 mod doc;
+mod lean;
 mod render;
 
 pub use collect::SummaryAcc;
