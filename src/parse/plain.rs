@@ -41,11 +41,9 @@ pub fn uptime(s: &str) -> Option<(f64, usize, &str)> {
 pub(crate) fn seconds(secs: &str, frac: &str) -> Option<f64> {
     let secs = whole(secs)?;
     let frac_v = whole(frac)?;
-    let scale = if frac.len() > 6 {
-        1e9
-    } else {
-        10f64.powi(frac.len() as i32)
-    };
+    // Powers of ten up to 1e6 are exact: what `10f64.powi` gives.
+    const SCALE: [f64; 7] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6];
+    let scale = SCALE.get(frac.len()).copied().unwrap_or(1e9);
     Some(secs + frac_v / scale)
 }
 

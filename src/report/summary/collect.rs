@@ -1,9 +1,10 @@
 //! Reading events into a [`Summary`]: one accumulator per block of input.
 
 use super::lean::{self, Line};
+use super::Keyed;
 use super::{
-    bump, bump_endpoint, bump_in, entry, short, slot, template, Dest, Fast, Kind, Peer,
-    SourceStats, Summary, MAX_KEYS, MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
+    bump, bump_endpoint, bump_in, short, slot, template, Dest, Fast, Kind, Peer, SourceStats,
+    Summary, MAX_KEYS, MAX_NESTED_KEYS, MAX_SECONDS, OTHER,
 };
 use crate::parse::era::{format_cue, EraCue};
 use crate::parse::template::Seen;
@@ -54,7 +55,7 @@ impl Running {
 
     fn flush_source(&mut self, s: &mut Summary) {
         if let Some((name, c)) = self.source.take() {
-            let e = entry(&mut s.sources, &name);
+            let e = s.sources.at(&name);
             e.lines += c.lines;
             e.events += c.events;
             e.unparsed += c.unparsed;

@@ -66,6 +66,14 @@ trait Keyed<Q: ?Sized, V> {
     fn get(&mut self, k: &Q) -> Option<&mut V>;
     /// Adds `k` (known missing) and returns its value.
     fn add(&mut self, k: &Q) -> &mut V;
+    /// The value of `k`, made if missing, without allocating a key that
+    /// is already there.
+    fn at(&mut self, k: &Q) -> &mut V {
+        if !self.contains(k) {
+            return self.add(k);
+        }
+        self.get(k).expect("just looked up")
+    }
 }
 
 impl<K, Q, V> Keyed<Q, V> for BTreeMap<K, V>
@@ -89,11 +97,11 @@ where
 }
 
 /// A block's table of addresses while it is read.
-type Fast<V> = rustc_hash::FxHashMap<String, V>;
+type Fast<V> = hashbrown::HashMap<String, V, rustc_hash::FxBuildHasher>;
 
 impl<V: Default> Keyed<str, V> for Fast<V> {
     fn len(&self) -> usize {
-        std::collections::HashMap::len(self)
+        hashbrown::HashMap::len(self)
     }
     fn contains(&self, k: &str) -> bool {
         self.contains_key(k)
@@ -102,7 +110,10 @@ impl<V: Default> Keyed<str, V> for Fast<V> {
         self.get_mut(k)
     }
     fn add(&mut self, k: &str) -> &mut V {
-        self.entry(k.to_string()).or_default()
+        self.entry_ref(k).or_default()
+    }
+    fn at(&mut self, k: &str) -> &mut V {
+        self.entry_ref(k).or_default()
     }
 }
 
@@ -158,7 +169,7 @@ fn slot<'m, V: Default, M: Keyed<str, V>>(m: &'m mut M, k: &str) -> &'m mut V {
     } else {
         OTHER
     };
-    entry(m, key)
+    m.at(key)
 }
 
 /// A key cut to `MAX_KEY_LEN` bytes (at a character boundary) before it is
@@ -172,15 +183,6 @@ fn short(k: &str) -> Cow<'_, str> {
         end -= 1;
     }
     Cow::Owned(format!("{}…", &k[..end]))
-}
-
-/// The entry for `k`, made if missing, without allocating a key that is
-/// already there.
-fn entry<'m, V: Default, M: Keyed<str, V>>(m: &'m mut M, k: &str) -> &'m mut V {
-    if !m.contains(k) {
-        return m.add(k);
-    }
-    m.get(k).expect("just looked up")
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
