@@ -221,6 +221,39 @@ fn looking_back_finds_what_remembering_kept() {
     }
 }
 
+/// A loud line that waits for its connection's earlier lines and is then
+/// won by no rule goes to the unrecognised warnings as it would have when
+/// read in order: its wording, and its own line as evidence.
+#[test]
+fn a_waiting_line_no_rule_wins_is_an_unrecognised_warning() {
+    let e = engine(true);
+    // The first loud line is line 3.
+    let mut log = String::from(
+        "[         0.000001s]  INFO ThreadId(01) linkerd2_proxy: Admin interface on 0.0.0.0:4191\n",
+    )
+    .repeat(2);
+    log += &(1..3000)
+        .map(|i| {
+            format!(
+                "[{i:>10}.000000s]  WARN ThreadId(01) inbound:accept{{client.addr=10.0.{}.{}:{}}}: linkerd_app_core::serve: Connection closed error=connection reset by peer\n",
+                i / 256,
+                i % 256,
+                1024 + i
+            )
+        })
+        .collect::<String>();
+    let mut st = e.whole_state();
+    st = process_block("clients.log", log.as_bytes(), 1, st);
+    let remembered = serde_json::to_string_pretty(&st.finish(None)).unwrap();
+    let unmatched = &serde_json::from_str::<serde_json::Value>(&remembered).unwrap()["unmatched"];
+    assert_eq!(unmatched[0]["example"]["line"], 3, "{unmatched}");
+    assert_eq!(unmatched[0]["count"], 2999, "{unmatched}");
+    for block in [4 << 10, 1 << 30] {
+        let blocks = report("clients.log", log.as_bytes(), block, &e);
+        assert_eq!(blocks, remembered, "blocks of {block}");
+    }
+}
+
 /// `lpa parse` of `data`, its lines written from their shape's record or
 /// each from its event.
 fn parse_output(

@@ -59,7 +59,18 @@ struct Pending {
     ctx_of: Option<String>,
     missing: Missing,
     /// What the line adds to the unrecognised warnings if no rule wins it.
-    unmatched: Option<(String, Option<Level>, Evidence)>,
+    unmatched: Unwon,
+}
+
+/// What a waiting line adds to the unrecognised warnings if no rule wins
+/// it.
+#[derive(Debug, Clone)]
+enum Unwon {
+    Nothing,
+    /// Its entry, made from the line when it is read again (a line's
+    /// entry holds it twice over: as its wording and as its evidence).
+    Again,
+    Made(Box<(String, Option<Level>, Evidence)>),
 }
 
 /// What a waiting line's matches add, kept until its verdict.
@@ -214,7 +225,7 @@ impl<'e> State<'e> {
                     c.port = c.port.or(e.port.filter(|_| p.missing.port));
                 }
                 let full = full_text(&ev);
-                self.decide(matches, earlier, |st, rule, caps| {
+                let explained = self.decide(matches, earlier, |st, rule, caps| {
                     let h = Hit {
                         source: &source,
                         hay: &full,
@@ -226,10 +237,16 @@ impl<'e> State<'e> {
                     };
                     let group = h.group(&st.engine.rules[rule]);
                     st.group(rule, group).add(&h);
-                })
+                });
+                if !explained && matches!(p.unmatched, Unwon::Again) {
+                    let (t, l, e) = unwon(&source, n, &ev);
+                    self.unmatched.add(&t, l, || e);
+                }
+                explained
             }
         };
-        if let (false, Some((t, l, e))) = (explained, p.unmatched) {
+        if let (false, Unwon::Made(u)) = (explained, p.unmatched) {
+            let (t, l, e) = *u;
             self.unmatched.add(&t, l, || e);
         }
     }
@@ -370,20 +387,7 @@ impl<'e> State<'e> {
             .observe(engine, ev, wording, &mut self.stats.era);
         self.era_found = era;
         let loud = ev.level.is_some_and(|l| l >= Level::Warn);
-        let unmatched = || {
-            let text = match (ev.message.as_deref(), ev.error()) {
-                (Some(m), Some(e)) if !m.contains(e) => {
-                    format!("{}{m} error={e}", target_prefix(ev))
-                }
-                (Some(m), _) => format!("{}{m}", target_prefix(ev)),
-                (None, _) => ev.text.to_string(),
-            };
-            (
-                text,
-                ev.level,
-                evidence(source, ev.line, &ev.text, Line::Event(ev)),
-            )
-        };
+        let unmatched = || unwon(source, ev.line, ev);
         self.match_text(
             source,
             cands,
@@ -488,6 +492,7 @@ impl<'e> State<'e> {
             let raw = ev
                 .filter(|e| e.lines == 1 && e.continuation.is_none())
                 .and_then(|_| self.lookback.raw_line(n, around));
+            let again = raw.is_some();
             let waiting = match raw {
                 Some(raw) => Waiting::Line {
                     source: source.to_string(),
@@ -521,7 +526,11 @@ impl<'e> State<'e> {
                 waiting,
                 ctx_of: ctx_of.map(str::to_string),
                 missing,
-                unmatched: unmatched.map(|u| u()),
+                unmatched: match unmatched {
+                    None => Unwon::Nothing,
+                    Some(_) if again => Unwon::Again,
+                    Some(u) => Unwon::Made(Box::new(u())),
+                },
             });
             return;
         }
@@ -652,6 +661,23 @@ impl Accumulator for State<'_> {
     fn end_block(&mut self, text: &Arc<Text>) {
         self.lookback.end_block(text);
     }
+}
+
+/// What a loud event (of line `n`) that no rule wins adds to the
+/// unrecognised warnings: its wording, level and evidence.
+fn unwon(source: &str, n: u64, ev: &Event<'_>) -> (String, Option<Level>, Evidence) {
+    let text = match (ev.message.as_deref(), ev.error()) {
+        (Some(m), Some(e)) if !m.contains(e) => {
+            format!("{}{m} error={e}", target_prefix(ev))
+        }
+        (Some(m), _) => format!("{}{m}", target_prefix(ev)),
+        (None, _) => ev.text.to_string(),
+    };
+    (
+        text,
+        ev.level,
+        evidence(source, n, &ev.text, Line::Event(ev)),
+    )
 }
 
 /// The text rules' conditions read: the line, or for an event whose line
