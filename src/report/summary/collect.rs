@@ -85,7 +85,7 @@ impl Running {
         src
     }
 
-    fn into(mut self, s: &mut Summary) {
+    fn add_to(mut self, s: &mut Summary) {
         self.flush_source(s);
         for (p, n) in self.producers {
             *s.producers.entry(p.as_str()).or_insert(0) += n;
@@ -116,7 +116,7 @@ impl<'e> SummaryAcc<'e> {
     /// What the block held.
     pub fn into_summary(mut self) -> Summary {
         let s = &mut self.summary;
-        self.running.into(s);
+        self.running.add_to(s);
         s.destinations = self.destinations.into_iter().collect();
         s.clients = self.clients.into_iter().collect();
         s.endpoints = self.endpoints.into_iter().collect();
