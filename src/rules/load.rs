@@ -175,7 +175,7 @@ pub fn parse_rules(file: &str, text: &str) -> std::result::Result<KnowledgeBase,
 
 /// Parses `text`, whose rules' tables come before `base`'s for `like`.
 /// A file already parsed comes as its document and its rules' tables:
-/// reading the rules from those, not from the text again, saves a fifth
+/// reading the rules from those, not from the text again, saves a tenth
 /// of the startup.
 fn parse_over(
     file: &str,
