@@ -5,13 +5,14 @@
 //! thread) are tokenized in parallel, and only the per-block results
 //! (accumulators, rendered output) outlive them.
 
+mod ends;
 pub mod idle;
 mod twice;
 pub mod wrap;
 
 use anyhow::{bail, Context, Result};
 use flate2::read::MultiGzDecoder;
-use memchr::{memchr, memchr2, memchr_iter, memrchr};
+use memchr::{memchr, memchr2, memrchr};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -242,7 +243,7 @@ pub fn lines(block: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 pub fn count_lines(block: &[u8]) -> u64 {
-    let n = memchr_iter(b'\n', block).count() as u64;
+    let n = memchr::memchr_iter(b'\n', block).count() as u64;
     n + u64::from(!block.is_empty() && !block.ends_with(b"\n"))
 }
 
@@ -530,22 +531,20 @@ impl<'s> Blocks<'s> {
         if self.dropped > 0 || memchr::memchr(b'\r', &buf[from..]).is_some() {
             return false;
         }
-        let (mut start, mut lines) = (self.line_start, 0);
         let known = self.scanned_ends.len();
-        for p in memchr_iter(b'\n', &buf[from..]) {
-            if from + p - start > self.max_line {
-                self.scanned_ends.truncate(known);
-                return false;
+        ends::push_newlines(&buf[from..], from, &mut self.scanned_ends);
+        let mut start = self.line_start;
+        for &e in &self.scanned_ends[known..] {
+            if e - start > self.max_line {
+                break;
             }
-            self.scanned_ends.push(from + p);
-            start = from + p + 1;
-            lines += 1;
+            start = e + 1;
         }
         if buf.len() - start > self.max_line {
             self.scanned_ends.truncate(known);
             return false;
         }
-        self.read_line += lines;
+        self.read_line += (self.scanned_ends.len() - known) as u64;
         self.line_start = start;
         self.scanned = buf.len();
         true

@@ -24,6 +24,10 @@ struct Lits {
     /// The rules with a literal without a digit in the shape's text, and
     /// those without literals: sorted.
     rules: Box<[usize]>,
+    /// For each of `rules`, whether the shape's text holds all of its
+    /// `all_text` and none of its `not_text`, when none of them has a
+    /// digit (their searches then answer the same for each of its lines).
+    texts: Box<[Option<bool>]>,
     /// Where a literal with a digit could be: where in the line its first
     /// digit would be, which literal with a digit, and its rule.
     spots: Box<[(u32, u16, usize)]>,
@@ -79,6 +83,17 @@ impl Engine {
         })
     }
 
+    /// Whether `ev`'s text holds the literals of rule `ri`'s `all_text`
+    /// and none of its `not_text`, as its shape tells: `None` when it does
+    /// not.
+    pub(super) fn texts_by_shape(&self, ev: &Event<'_>, ri: usize) -> Option<bool> {
+        self.with_lits(ev, |l| {
+            let i = l.rules.binary_search(&ri).ok()?;
+            l.texts[i]
+        })
+        .flatten()
+    }
+
     /// The era wording of `ev`'s shape: the cues [`Engine::era_cues`] would
     /// find in it, into `era`, and whether it bounds the era
     /// ([`wording_bounds`]); `None` when the shape does not tell.
@@ -114,7 +129,15 @@ impl Engine {
                 spots.push((at?, u16::try_from(p).ok()?, self.pattern_rule[pattern]));
             }
         }
+        let texts = rules
+            .iter()
+            .map(|&ri| {
+                let c = self.checks(ri);
+                c.texts_without_digits.then(|| c.texts(&full))
+            })
+            .collect();
         Some(Lits {
+            texts,
             rules: rules.into(),
             spots: spots.into(),
             era: self.era_cues(era_text(ev)).collect(),

@@ -383,11 +383,17 @@ impl History {
     /// Adds a merged block, dropping the oldest past [`HISTORY`].
     fn push(&mut self, text: Arc<Text>, conns: BlockConns) {
         let seq = self.first + self.blocks.len() as u64;
-        let mut keys: Vec<u64> = conns.keys.iter().copied().filter(|k| *k != NONE).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for k in keys {
-            self.seen.entry(k).or_default().push(seq);
+        // Each key once per block, without sorting the block's keys (a
+        // line of the same connection is often the line before's).
+        let mut last = NONE;
+        for &k in &conns.keys {
+            if k != last && k != NONE {
+                let seqs = self.seen.entry(k).or_default();
+                if seqs.last() != Some(&seq) {
+                    seqs.push(seq);
+                }
+            }
+            last = k;
         }
         self.bytes += text.data.len();
         self.lines += text.ends.len();

@@ -352,11 +352,12 @@ impl Engine {
                 }
             }
         }
-        let c = self.checks[ri].get_or_init(|| Checks::new(r));
-        if !c.all_text.iter().all(|n| n.is_match(hay)) {
-            return None;
-        }
-        if c.not_text.iter().any(|n| n.is_match(hay)) {
+        let c = self.checks(ri);
+        let by_shape = match line {
+            Line::Event(ev) => self.texts_by_shape(ev, ri),
+            _ => None,
+        };
+        if !by_shape.unwrap_or_else(|| c.texts(hay)) {
             return None;
         }
         if c.not_regex.as_ref().is_some_and(|rx| rx.is_match(hay)) {
@@ -386,8 +387,15 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Rule `ri`'s checks on a line's text, compiled when first asked.
+    pub(super) fn checks(&self, ri: usize) -> &Checks {
+        self.checks[ri].get_or_init(|| Checks::new(&self.rules[ri]))
+    }
+}
+
 /// A rule's checks on a line's text, compiled.
-struct Checks {
+pub(super) struct Checks {
     regex: Option<Regex>,
     /// Whether `regex` names a subject: else asking whether it matches is
     /// enough, and much cheaper than its captures.
@@ -399,6 +407,9 @@ struct Checks {
     /// comparing at every offset).
     all_text: Vec<AhoCorasick>,
     not_text: Vec<AhoCorasick>,
+    /// No literal of `all_text` and `not_text` has a digit: they answer
+    /// the same for every line of a shape ([`super::by_shape`]).
+    pub(super) texts_without_digits: bool,
 }
 
 impl Checks {
@@ -419,7 +430,17 @@ impl Checks {
             capture: compile(&r.capture),
             all_text: case_insensitive(&r.all_text),
             not_text: case_insensitive(&r.not_text),
+            texts_without_digits: r
+                .all_text
+                .iter()
+                .chain(&r.not_text)
+                .all(|l| !l.bytes().any(|b| b.is_ascii_digit())),
         }
+    }
+
+    /// Does `hay` hold every literal of `all_text` and none of `not_text`?
+    pub(super) fn texts(&self, hay: &str) -> bool {
+        self.all_text.iter().all(|n| n.is_match(hay)) && !self.not_text.iter().any(|n| n.is_match(hay))
     }
 }
 
