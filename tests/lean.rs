@@ -207,6 +207,33 @@ fn a_literal_with_digits_decides_each_loud_line_of_a_shape() {
     }
 }
 
+/// Peeks of one shape that tag their connections by their size (`sz=0`
+/// a probe, `sz=5` a client: the same shape) tag each connection by its
+/// own line's size, counted quiet or read, in one block or many, whichever
+/// size comes first.
+#[test]
+fn quiet_peeks_tag_each_connection_by_its_own_size() {
+    let lines = |n: u32, sz: u32| {
+        let client = format!("client.addr=10.0.{}.{}:{}", n / 200, n % 200, 40000 + n);
+        format!(
+            "[{n:>10}.000001s] DEBUG ThreadId(01) inbound:accept{{{client}}}: linkerd_tls::server: Peeked bytes from TCP stream sz={sz}\n\
+             [{n:>10}.000002s]  INFO ThreadId(01) inbound:accept{{{client}}}: linkerd_app_core::serve: Connection closed error=direct connections must be mutually authenticated {client}\n"
+        )
+    };
+    let (fast, slow) = (engine(true), engine(false));
+    for sizes in [[0, 5, 0, 517], [5, 0, 517, 0]] {
+        let log: String = (1..400).map(|n| lines(n, sizes[n as usize % 4])).collect();
+        let want = report("peeks.log", log.as_bytes(), 1 << 30, &slow);
+        for detail in ["TCP health probes", "unmeshed or misconfigured client"] {
+            assert!(want.contains(detail), "{detail}: {want}");
+        }
+        for block in [4 << 10, 1 << 30] {
+            let fast = report("peeks.log", log.as_bytes(), block, &fast);
+            assert_eq!(fast, want, "blocks of {block}");
+        }
+    }
+}
+
 /// Looking back (blocks) and remembering every line (a whole input read in
 /// order, as follow mode does) agree on every corpus log.
 #[test]

@@ -111,7 +111,13 @@ mod tests {
     #[test]
     fn sse2_and_avx2_find_the_same() {
         let hay: Vec<u8> = (0..1000u32)
-            .map(|i| if i % 7 == 0 || i % 61 == 3 { b'\n' } else { b'a' })
+            .map(|i| {
+                if i % 7 == 0 || i % 61 == 3 {
+                    b'\n'
+                } else {
+                    b'a'
+                }
+            })
             .collect();
         let mut sse2 = Vec::new();
         // SAFETY: every x86_64 processor has SSE2.

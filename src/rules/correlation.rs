@@ -636,7 +636,9 @@ impl Accumulator for State<'_> {
     /// A quiet line ([`super::quiet`]) changes nothing but counts.
     fn lean(&mut self, source: &str, line: u64, seen: &Seen<'_>, around: &Around<'_>) -> bool {
         let mut conn = ConnShape::UNKNOWN;
-        if seen.cut || !self.engine.quiet(seen, &mut conn) {
+        let tags = &mut self.tags;
+        let mut tag = |bit: u32, c: &str| tags.update(c, |t| *t |= bit);
+        if seen.cut || !self.engine.quiet(seen, &mut conn, &mut tag) {
             return false;
         }
         let s = &mut self.stats;

@@ -440,12 +440,28 @@ impl Checks {
 
     /// Does `hay` hold every literal of `all_text` and none of `not_text`?
     pub(super) fn texts(&self, hay: &str) -> bool {
-        self.all_text.iter().all(|n| n.is_match(hay)) && !self.not_text.iter().any(|n| n.is_match(hay))
+        self.all_text.iter().all(|n| n.is_match(hay))
+            && !self.not_text.iter().any(|n| n.is_match(hay))
     }
 }
 
 /// The conditions of a rule on an event's structure.
 fn event_conditions(r: &Rule, ev: &Event<'_>) -> bool {
+    conditions_but_fields(r, ev) && field_conditions(r, ev)
+}
+
+/// The rule's `fields` and `fields_not`.
+fn field_conditions(r: &Rule, ev: &Event<'_>) -> bool {
+    r.fields
+        .iter()
+        .all(|(k, v)| ev.field(k) == Some(v.as_str()))
+        && r.fields_not
+            .iter()
+            .all(|(k, v)| ev.field(k).is_some_and(|x| x != v))
+}
+
+/// [`event_conditions`] but for the fields'.
+pub(super) fn conditions_but_fields(r: &Rule, ev: &Event<'_>) -> bool {
     if !r.producers.is_empty()
         && !r
             .producers
@@ -492,17 +508,6 @@ fn event_conditions(r: &Rule, ev: &Event<'_>) -> bool {
     }
     if !r.port_roles.is_empty() && !ports::has_role(ev, &r.port_roles) {
         return false;
-    }
-    for (k, v) in &r.fields {
-        if ev.field(k) != Some(v.as_str()) {
-            return false;
-        }
-    }
-    for (k, v) in &r.fields_not {
-        match ev.field(k) {
-            Some(x) if x != v => {}
-            _ => return false,
-        }
     }
     if !r.ports.is_empty() && !ev.port().is_some_and(|p| r.ports.contains(&p)) {
         return false;

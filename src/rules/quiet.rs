@@ -10,9 +10,11 @@
 //! each line's digits are compared with the literal's.
 
 use super::correlation::{full_text, literal_pieces, literal_text};
+use super::group::tag_key;
 use super::lookback::ConnShape;
-use super::matching::Engine;
+use super::matching::{conditions_but_fields, Engine};
 use super::stats::era_text;
+use super::TagKey;
 use crate::parse::era::wording_bounds;
 use crate::parse::template::{self, ById, Seen};
 use crate::parse::{Event, Level};
@@ -157,12 +159,26 @@ impl Quiet {
     }
 }
 
+/// A tag that each line of a shape may set: a rule that only tags its
+/// connection (`Peeked bytes from TCP stream` with `sz=0`), whose every
+/// condition but its fields' values answers the same for each line.
+struct LeanTag {
+    bit: u32,
+    /// Where the line names the connection it tags.
+    key: (u32, u32),
+    /// Where each field the rule reads is, the value it asks for, and
+    /// whether it asks for that value (`fields`) or another (`fields_not`).
+    fields: Box<[((u32, u32), Box<str>, bool)]>,
+}
+
 /// What a line shape's lines are, to explain.
 struct Facts {
     engine: u64,
-    /// Below WARN, no literal without a digit, no era wording, no span or
-    /// wording that bounds the era, no alias.
+    /// Below WARN, no literal without a digit but tagging rules', no era
+    /// wording, no span or wording that bounds the era, no alias.
     quiet: bool,
+    /// The tags its lines set, in the order the rules are tried.
+    tags: Box<[LeanTag]>,
     /// Where a literal with a digit could be, as where in the line its
     /// first digit would be and which literal: each line's digits decide.
     digits: Box<[(u32, u16)]>,
@@ -177,10 +193,36 @@ impl Facts {
     }
 }
 
+impl Facts {
+    /// Tells `tag` of each tag a line of the shape sets: its bit and the
+    /// connection it names.
+    fn tag<'l>(&self, line: &'l str, tag: &mut impl FnMut(u32, &'l str)) {
+        let at = |(a, b): (u32, u32)| line.get(a as usize..b as usize);
+        for t in &self.tags {
+            if t.fields.iter().all(|(r, v, eq)| (at(*r) == Some(v)) == *eq) {
+                if let Some(key) = at(t.key) {
+                    tag(t.bit, key);
+                }
+            }
+        }
+    }
+}
+
+/// Where `part` is in `line`, as a byte range, when it is a slice of it.
+fn range_in(line: &str, part: &str) -> Option<(u32, u32)> {
+    let s = offset_in(line, part)?;
+    Some((u32::try_from(s).ok()?, u32::try_from(s + part.len()).ok()?))
+}
+
 impl Engine {
     /// Is this line quiet? `conn` is set to what its shape says of its
-    /// connection.
-    pub(super) fn quiet(&self, seen: &Seen<'_>, conn: &mut ConnShape) -> bool {
+    /// connection, and `tag` is told of each tag the line sets.
+    pub(super) fn quiet<'l>(
+        &self,
+        seen: &Seen<'l>,
+        conn: &mut ConnShape,
+        tag: &mut impl FnMut(u32, &'l str),
+    ) -> bool {
         thread_local! {
             static FACTS: RefCell<ById<Facts>> = RefCell::new(ById::default());
         }
@@ -189,7 +231,11 @@ impl Engine {
         let answer = FACTS.with(|f| {
             let f = f.borrow();
             let f = f.get(&seen.id).filter(|f| f.engine == id)?;
-            Some((f.conn, f.quiet(line, &self.quiet)))
+            let quiet = f.quiet(line, &self.quiet);
+            if quiet {
+                f.tag(seen.line, tag);
+            }
+            Some((f.conn, quiet))
         });
         if let Some((k, quiet)) = answer {
             *conn = k;
@@ -202,12 +248,16 @@ impl Engine {
             Facts {
                 engine: id,
                 quiet: false,
+                tags: Box::default(),
                 digits: Box::default(),
                 conn: ConnShape::UNKNOWN,
             }
         };
         *conn = f.conn;
         let quiet = f.quiet(line, &self.quiet);
+        if quiet {
+            f.tag(seen.line, tag);
+        }
         FACTS.with(|facts| template::keep(&mut facts.borrow_mut(), MAX_FACTS, seen.id, f));
         quiet
     }
@@ -218,8 +268,9 @@ impl Engine {
         let full = full_text(ev);
         let body = literal_text(ev, &full);
         let q = &self.quiet;
+        let tags = self.lean_tags(ev, line, &full, body);
         let mut quiet = ev.level.is_none_or(|l| l < Level::Warn)
-            && !q.words.is_match(body)
+            && tags.is_some()
             && self.era_cues(era_text(ev)).next().is_none()
             && !wording_bounds(ev)
             && !ev.has_span("service");
@@ -241,9 +292,92 @@ impl Engine {
         Facts {
             engine: q.id,
             quiet,
+            tags: tags.unwrap_or_default().into(),
             digits: digits.into(),
             conn: ConnShape::of(ev, line),
         }
+    }
+
+    /// The tags a shape's lines set, from the event of one of them: none
+    /// when its text holds no literal without a digit; `None` when one is
+    /// a rule's that may do more than tag, or whose answer may turn on a
+    /// line's digits. The rules' literals with a digit are left to
+    /// `digits`.
+    fn lean_tags(
+        &self,
+        ev: &Event<'_>,
+        line: &str,
+        full: &str,
+        body: &str,
+    ) -> Option<Vec<LeanTag>> {
+        if !self.quiet.words.is_match(body) {
+            return Some(Vec::new());
+        }
+        let mut rules: Vec<usize> = self
+            .hits(body)
+            .filter(|p| !self.pattern_digit[*p])
+            .map(|p| self.pattern_rule[p])
+            .collect();
+        rules.sort_unstable();
+        rules.dedup();
+        let mut tags = Vec::new();
+        for ri in rules {
+            tags.extend(self.lean_tag(ri, ev, line, full)?);
+        }
+        Some(tags)
+    }
+
+    /// What rule `ri`, a candidate for a line of `ev`'s shape, does for
+    /// each of its lines: `Some(None)` nothing, `Some(Some(tag))` set the
+    /// tag when the line's fields hold, `None` when that cannot be told
+    /// from the shape.
+    fn lean_tag(
+        &self,
+        ri: usize,
+        ev: &Event<'_>,
+        line: &str,
+        full: &str,
+    ) -> Option<Option<LeanTag>> {
+        let r = &self.rules[ri];
+        let digit = |s: &String| s.bytes().any(|b| b.is_ascii_digit());
+        let reads_digits = r.regex.is_some()
+            || r.not_regex.is_some()
+            || r.capture.is_some()
+            || !r.ports.is_empty()
+            || !r.port_roles.is_empty()
+            || r.max_uptime.is_some()
+            || r.min_uptime.is_some()
+            || r.targets
+                .iter()
+                .chain(&r.spans)
+                .chain(&r.not_spans)
+                .any(digit)
+            || r.fields.keys().chain(r.fields_not.keys()).any(digit)
+            || ev.target().bytes().any(|b| b.is_ascii_digit())
+            || !self.checks(ri).texts_without_digits;
+        if r.id.is_some() || r.known.is_some() || r.tag_key != TagKey::Client || reads_digits {
+            return None;
+        }
+        let tag = r.tag.as_ref()?;
+        if r.unparsed || !conditions_but_fields(r, ev) || !self.checks(ri).texts(full) {
+            return Some(None);
+        }
+        let asked = r.fields.iter().map(|(k, v)| (k, v, true));
+        let mut fields = Vec::new();
+        for (k, v, eq) in asked.chain(r.fields_not.iter().map(|(k, v)| (k, v, false))) {
+            let Some(x) = ev.field(k) else {
+                return Some(None);
+            };
+            fields.push((range_in(line, x)?, v.as_str().into(), eq));
+        }
+        let Some(key) = tag_key(r.tag_key, ev) else {
+            return Some(None);
+        };
+        Some(Some(LeanTag {
+            bit: *self.tag_bits.get(tag)?,
+            key: range_in(line, key)?,
+            fields: fields.into(),
+        }))
     }
 }
 
