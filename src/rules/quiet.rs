@@ -166,9 +166,15 @@ struct LeanTag {
     bit: u32,
     /// Where the line names the connection it tags.
     key: (u32, u32),
-    /// Where each field the rule reads is, the value it asks for, and
-    /// whether it asks for that value (`fields`) or another (`fields_not`).
-    fields: Box<[((u32, u32), Box<str>, bool)]>,
+    fields: Box<[FieldIs]>,
+}
+
+/// A field a tagging rule reads: where it is, the value it asks for, and
+/// whether it asks for that value (`fields`) or another (`fields_not`).
+struct FieldIs {
+    at: (u32, u32),
+    value: Box<str>,
+    is: bool,
 }
 
 /// What a line shape's lines are, to explain.
@@ -199,7 +205,10 @@ impl Facts {
     fn tag<'l>(&self, line: &'l str, tag: &mut impl FnMut(u32, &'l str)) {
         let at = |(a, b): (u32, u32)| line.get(a as usize..b as usize);
         for t in &self.tags {
-            if t.fields.iter().all(|(r, v, eq)| (at(*r) == Some(v)) == *eq) {
+            if t.fields
+                .iter()
+                .all(|f| (at(f.at) == Some(&f.value)) == f.is)
+            {
                 if let Some(key) = at(t.key) {
                     tag(t.bit, key);
                 }
@@ -364,11 +373,15 @@ impl Engine {
         }
         let asked = r.fields.iter().map(|(k, v)| (k, v, true));
         let mut fields = Vec::new();
-        for (k, v, eq) in asked.chain(r.fields_not.iter().map(|(k, v)| (k, v, false))) {
+        for (k, v, is) in asked.chain(r.fields_not.iter().map(|(k, v)| (k, v, false))) {
             let Some(x) = ev.field(k) else {
                 return Some(None);
             };
-            fields.push((range_in(line, x)?, v.as_str().into(), eq));
+            fields.push(FieldIs {
+                at: range_in(line, x)?,
+                value: v.as_str().into(),
+                is,
+            });
         }
         let Some(key) = tag_key(r.tag_key, ev) else {
             return Some(None);
