@@ -111,6 +111,7 @@ impl Engine {
         let body = literal_text(ev, &full);
         let mut rules: Vec<usize> = self
             .hits(body)
+            .into_iter()
             .filter(|p| !self.pattern_digit[*p])
             .map(|p| self.pattern_rule[p])
             .chain(self.always.iter().copied())

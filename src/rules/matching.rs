@@ -5,6 +5,7 @@
 //! an event are not asked).
 
 use super::command::Given;
+use super::fold::Folded;
 use super::metrics::Program;
 use super::ports;
 use super::{KnowledgeBase, Rule, Subject};
@@ -37,9 +38,9 @@ impl<'a, 'e> Line<'a, 'e> {
 /// Rules compiled for matching; shared by every thread.
 pub struct Engine {
     pub rules: Vec<Rule>,
-    /// The rules' literals, then the era cues' wording: one search tells
-    /// most lines, which hold neither, from the rest.
-    prefilter: AhoCorasick,
+    /// The rules' literals, then the era cues' wording, in any case: one
+    /// search tells most lines, which hold neither, from the rest.
+    prefilter: Folded,
     /// Patterns of `prefilter` that are rules' literals (the first ones).
     pub(super) rule_patterns: usize,
     pub(super) pattern_rule: Vec<usize>,
@@ -187,12 +188,10 @@ impl Engine {
         // automaton quick to build and small rather than the fastest.
         let (prefilter, quiet) = rayon::join(
             || {
-                AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(true)
-                    .kind(Some(AhoCorasickKind::ContiguousNFA))
-                    .match_kind(MatchKind::Standard)
-                    .build(everything())
-                    .expect("rule literals compile")
+                let mut b = AhoCorasickBuilder::new();
+                b.kind(Some(AhoCorasickKind::ContiguousNFA))
+                    .match_kind(MatchKind::Standard);
+                Folded::new(&b, everything())
             },
             || super::quiet::Quiet::new(everything()),
         );
@@ -238,7 +237,8 @@ impl Engine {
         self.prefilter.is_match(text)
             && self
                 .prefilter
-                .find_overlapping_iter(text)
+                .overlapping(text)
+                .iter()
                 .any(|m| m.pattern().as_usize() < self.rule_patterns)
     }
 
@@ -284,7 +284,7 @@ impl Engine {
             out.extend_from_slice(&self.always);
             return;
         }
-        out.extend(self.hits(body).map(|p| self.pattern_rule[p]));
+        out.extend(self.hits(body).into_iter().map(|p| self.pattern_rule[p]));
         out.extend_from_slice(&self.always);
         out.sort_unstable();
         out.dedup();
@@ -292,13 +292,15 @@ impl Engine {
 
     /// The rules' literals (as patterns) that occur in `text` on word
     /// boundaries.
-    pub(super) fn hits<'t>(&'t self, text: &'t str) -> impl Iterator<Item = usize> + 't {
+    pub(super) fn hits(&self, text: &str) -> Vec<usize> {
         let b = text.as_bytes();
-        let found = self.prefilter.find_overlapping_iter(text);
-        found.filter_map(move |m| {
-            let p = m.pattern().as_usize();
-            (p < self.rule_patterns && self.on_edges(p, b, m.start(), m.end())).then_some(p)
-        })
+        let found = self.prefilter.overlapping(text).into_iter();
+        found
+            .filter_map(|m| {
+                let p = m.pattern().as_usize();
+                (p < self.rule_patterns && self.on_edges(p, b, m.start(), m.end())).then_some(p)
+            })
+            .collect()
     }
 
     /// Does pattern `p`, found at `start..end` of `text`, touch no word

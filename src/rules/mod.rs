@@ -10,6 +10,7 @@ mod correlation;
 pub mod engine;
 mod expr;
 mod finding;
+mod fold;
 mod group;
 pub mod load;
 mod lookback;

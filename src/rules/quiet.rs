@@ -10,6 +10,7 @@
 //! each line's digits are compared with the literal's.
 
 use super::correlation::{full_text, literal_pieces, literal_text};
+use super::fold::Folded;
 use super::group::tag_key;
 use super::lookback::ConnShape;
 use super::matching::{conditions_but_fields, Engine};
@@ -18,7 +19,7 @@ use super::TagKey;
 use crate::parse::era::wording_bounds;
 use crate::parse::template::{self, ById, Seen};
 use crate::parse::{Event, Level};
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind};
+use aho_corasick::{AhoCorasickBuilder, AhoCorasickKind};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,10 +33,10 @@ pub struct Quiet {
     pub(super) id: u64,
     /// The literals without a digit (in any case): a text without any
     /// holds none of them, whatever its digits.
-    words: AhoCorasick,
+    words: Folded,
     /// The literals with a digit, their digits masked: a shape whose
     /// masked text holds none has no line that holds one of them.
-    digits: Option<AhoCorasick>,
+    digits: Option<Folded>,
     /// The digits of each literal with a digit, in the same order: where
     /// the first is in the literal, then where each is from it and which.
     pub(super) digit_places: Vec<(usize, Vec<(u16, u8)>)>,
@@ -71,22 +72,15 @@ impl Quiet {
         // Searched once per shape, not per line: automata quick to build
         // rather than quick to run.
         let build = |pats: Vec<String>| {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .kind(Some(AhoCorasickKind::ContiguousNFA))
-                .build(pats)
-                .expect("literals compile")
+            let mut b = AhoCorasickBuilder::new();
+            Folded::new(b.kind(Some(AhoCorasickKind::ContiguousNFA)), pats)
         };
         // The literals with a digit are few, and masked texts are full of
         // `0`, which their prefilter took for a rare byte: a small DFA
         // without one runs several times faster.
         let digits_dfa = |pats: Vec<String>| {
-            AhoCorasickBuilder::new()
-                .ascii_case_insensitive(true)
-                .kind(Some(AhoCorasickKind::DFA))
-                .prefilter(false)
-                .build(pats)
-                .expect("literals compile")
+            let mut b = AhoCorasickBuilder::new();
+            Folded::new(b.kind(Some(AhoCorasickKind::DFA)).prefilter(false), pats)
         };
         Quiet {
             id: IDS.fetch_add(1, Ordering::Relaxed),
@@ -132,10 +126,7 @@ impl Quiet {
         &'m self,
         m: &'m Masked,
     ) -> impl Iterator<Item = (usize, aho_corasick::Match, Option<u32>)> + 'm {
-        let found = self
-            .digits
-            .as_ref()
-            .map(|d| d.find_overlapping_iter(&m.text));
+        let found = self.digits.as_ref().map(|d| d.overlapping(&m.text));
         found.into_iter().flatten().map(|found| {
             let p = found.pattern().as_usize();
             let (first, places) = &self.digit_places[p];
@@ -324,6 +315,7 @@ impl Engine {
         }
         let mut rules: Vec<usize> = self
             .hits(body)
+            .into_iter()
             .filter(|p| !self.pattern_digit[*p])
             .map(|p| self.pattern_rule[p])
             .collect();
