@@ -84,7 +84,9 @@ pub(crate) fn with<'a>(
 fn dispatch<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let first = *s.as_bytes().first()?;
     let specific = match first {
-        b'[' => plain::proxy_plain(s, ev).or_else(|| other::access_apache(s, ev)),
+        b'[' => plain::proxy_plain(s, ev)
+            .map(drop)
+            .or_else(|| other::access_apache(s, ev)),
         b'{' => return json::parse(s, ev),
         b'#' => return metrics::parse(s, ev),
         b't' => other::logrus(s, ev).or_else(|| other::panic(s, ev)),

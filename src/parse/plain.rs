@@ -96,7 +96,9 @@ pub(crate) fn thread_id(s: &str) -> Option<(&str, &str)> {
 }
 
 /// Proxy plain format, strict head: `[uptime] LEVEL …`.
-pub fn proxy_plain<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
+/// Returns, as [`tracing_tail`], the head whose crate root decided the
+/// split.
+pub fn proxy_plain<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<Option<&'a str>> {
     let (up, frac_digits, rest) = uptime(s)?;
     let (level, rest) = level_word(rest)?;
     ev.reset(Producer::ProxyPlain, s);
@@ -120,7 +122,7 @@ pub fn policy_controller<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     ev.reset(Producer::PolicyController, s);
     ev.timestamp = Some(Cow::Borrowed(&s[..n]));
     ev.level = Some(level);
-    tracing_tail(rest, ev, false)
+    tracing_tail(rest, ev, false).map(drop)
 }
 
 /// What survives a copy that lost the head: `WARN ThreadId(01) …`,
@@ -400,12 +402,17 @@ pub(crate) fn root_reads_digits(head: &str) -> bool {
 
 /// Spans, target and body after the level (and thread). With `anchored`
 /// the line is only accepted when the target is a known crate path.
-pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Option<()> {
+/// Returns the head whose crate root decided the split ([`Tail::rooted`]).
+pub fn tracing_tail<'a>(
+    rest: &'a str,
+    ev: &mut Event<'a>,
+    anchored: bool,
+) -> Option<Option<&'a str>> {
     let Some(Tail {
         spans,
         target,
         body,
-        ..
+        rooted,
     }) = split_tail(rest)
     else {
         if anchored {
@@ -416,7 +423,7 @@ pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Op
         let b = rest.as_bytes();
         ev.message = Some(Cow::Borrowed(rest)).filter(|m| !m.is_empty());
         ev.cut = memchr::memchr_iter(b'{', b).count() > memchr::memchr_iter(b'}', b).count();
-        return Some(());
+        return Some(None);
     };
     if anchored && !(is_target(target) && has_known_root(target)) {
         return None;
@@ -431,7 +438,7 @@ pub fn tracing_tail<'a>(rest: &'a str, ev: &mut Event<'a>, anchored: bool) -> Op
     let (message, cut) = push_fields(body, &mut ev.fields);
     ev.message = message.map(Cow::Borrowed);
     ev.cut = cut;
-    Some(())
+    Some(rooted)
 }
 
 /// Proxies before stable-2.7 (research/proxy-catalog OLD-001/002/003):

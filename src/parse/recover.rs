@@ -63,7 +63,7 @@ pub fn find<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<usize> {
     for &(p, kind) in cands.iter().take(MAX_CANDIDATES) {
         let rest = &s[p..];
         let ok = match kind {
-            Kind::Uptime => plain::proxy_plain(rest, ev),
+            Kind::Uptime => plain::proxy_plain(rest, ev).map(drop),
             Kind::Json => json::parse(rest, ev),
             Kind::Logrus => other::logrus(rest, ev),
             Kind::Rfc3339 => plain::policy_controller(rest, ev),

@@ -15,8 +15,7 @@
 use super::event::{Event, Level, Producer, Span};
 use super::mask::mask;
 use super::plain::{
-    level_word, proxy_uptime, root_reads_digits, seconds, split_tail, thread_id, uptime,
-    uptime_parts,
+    level_word, proxy_uptime, root_reads_digits, seconds, thread_id, uptime, uptime_parts,
 };
 use memchr::memchr;
 use std::borrow::Cow;
@@ -169,14 +168,11 @@ impl Shape {
         let b = line.as_bytes();
         let mut leads = Some(Vec::new());
         let (clock, kept) = if b.first() == Some(&b'[') {
-            let (_, _, rest) = head(line)?;
-            super::plain::proxy_plain(line, ev)?;
-            let (secs, frac, _) = uptime_parts(line)?;
+            head(line)?;
             // Which head is the target may turn on a crate root spelt
             // with a digit (`h2`).
-            let rooted = split_tail(rest)
-                .and_then(|t| t.rooted)
-                .is_some_and(root_reads_digits);
+            let rooted = super::plain::proxy_plain(line, ev)?.is_some_and(root_reads_digits);
+            let (secs, frac, _) = uptime_parts(line)?;
             let clock = (|| {
                 Some(Clock::Bracket {
                     secs: range(line, secs)?,
