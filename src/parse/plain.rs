@@ -530,6 +530,10 @@ mod tests {
     use super::*;
     use crate::parse::with;
 
+    fn plain<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
+        proxy_plain(s, ev).map(drop)
+    }
+
     proptest::proptest! {
         /// `whole` reads what `f64`'s parser reads, as it does.
         #[test]
@@ -546,7 +550,7 @@ mod tests {
         assert!((u - 12.012345678).abs() < 1e-9);
         assert!(uptime("[bogdan@admin scripts]$").is_none());
         let ev = with(
-            proxy_plain,
+            plain,
             "[     3.005000s]  INFO linkerd2_proxy: Admin interface on 127.0.0.1:4191",
         )
         .unwrap();
@@ -555,17 +559,17 @@ mod tests {
 
     #[test]
     fn span_context_vs_target() {
-        let ev = with(proxy_plain, "[ 11992.915758s]  WARN ThreadId(01) inbound: linkerd_app_core::serve: Server failed to accept connection error=Transport endpoint is not connected (os error 107)").unwrap();
+        let ev = with(plain, "[ 11992.915758s]  WARN ThreadId(01) inbound: linkerd_app_core::serve: Server failed to accept connection error=Transport endpoint is not connected (os error 107)").unwrap();
         assert_eq!(ev.spans.len(), 1);
         assert_eq!(ev.target.as_deref(), Some("linkerd_app_core::serve"));
-        let ev = with(proxy_plain, "[     0.030000s] ERROR ThreadId(01) linkerd2_proxy: Initialization: failed to bind 0.0.0.0:4143").unwrap();
+        let ev = with(plain, "[     0.030000s] ERROR ThreadId(01) linkerd2_proxy: Initialization: failed to bind 0.0.0.0:4143").unwrap();
         assert!(ev.spans.is_empty());
         assert_eq!(ev.message(), "Initialization: failed to bind 0.0.0.0:4143");
     }
 
     #[test]
     fn braces_quotes_and_colons_inside_spans() {
-        let ev = with(proxy_plain, "[     2.000000s] DEBUG outbound:forward{peer.addr=10.1.2.3:8080 peer.id=Some(\"we}ird: name\")}: linkerd2_proxy_http::client: Building HTTP client").unwrap();
+        let ev = with(plain, "[     2.000000s] DEBUG outbound:forward{peer.addr=10.1.2.3:8080 peer.id=Some(\"we}ird: name\")}: linkerd2_proxy_http::client: Building HTTP client").unwrap();
         assert_eq!(ev.spans.len(), 2);
         assert_eq!(ev.spans[1].field("peer.id"), Some("Some(\"we}ird: name\")"));
         assert_eq!(ev.message(), "Building HTTP client");
