@@ -105,10 +105,10 @@ impl Engine {
         })
     }
 
-    /// What the shape of `ev` holds, read from `ev`.
-    fn lits(&self, ev: &Event<'_>) -> Option<Lits> {
-        let full = full_text(ev);
-        let body = literal_text(ev, &full);
+    /// The rules with a literal without a digit in `body` (on word
+    /// boundaries), and those without literals: sorted. The same for each
+    /// line of a shape.
+    pub(super) fn worded_rules(&self, body: &str) -> Vec<usize> {
         let mut rules: Vec<usize> = self
             .hits(body)
             .into_iter()
@@ -118,6 +118,14 @@ impl Engine {
             .collect();
         rules.sort_unstable();
         rules.dedup();
+        rules
+    }
+
+    /// What the shape of `ev` holds, read from `ev`.
+    fn lits(&self, ev: &Event<'_>) -> Option<Lits> {
+        let full = full_text(ev);
+        let body = literal_text(ev, &full);
+        let rules = self.worded_rules(body);
         let masked = Masked::of(&ev.text, |each| literal_pieces(ev, each));
         let mut spots = Vec::new();
         for (p, found, at) in self.quiet.spots(&masked) {

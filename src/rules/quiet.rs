@@ -313,16 +313,8 @@ impl Engine {
         if !self.quiet.words.is_match(body) {
             return Some(Vec::new());
         }
-        let mut rules: Vec<usize> = self
-            .hits(body)
-            .into_iter()
-            .filter(|p| !self.pattern_digit[*p])
-            .map(|p| self.pattern_rule[p])
-            .collect();
-        rules.sort_unstable();
-        rules.dedup();
         let mut tags = Vec::new();
-        for ri in rules {
+        for ri in self.worded_rules(body) {
             tags.extend(self.lean_tag(ri, ev, line, full)?);
         }
         Some(tags)
