@@ -10,6 +10,7 @@ pub mod fields;
 pub mod foreign;
 pub mod json;
 pub mod kube;
+pub mod learnt;
 mod mask;
 pub mod metrics;
 pub mod other;

@@ -13,6 +13,7 @@
 //! cache never changes what a line is read as, only how fast.
 
 use super::event::{Event, Level, Producer, Span};
+use super::learnt::Learnt;
 use super::mask::mask;
 use super::plain::{
     level_word, proxy_uptime, root_reads_digits, seconds, thread_id, uptime, uptime_parts,
@@ -23,6 +24,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Shapes kept per thread in each of the cache's two generations: a busy
 /// gateway's log has some ten thousand shapes, of which this many make up
@@ -128,8 +130,8 @@ struct Cache {
     /// Shapes seen lately, and those of the generation before: a shape
     /// looked up there moves to the young, and when the young generation
     /// fills the old one is dropped (the rarest shapes go, not all of them).
-    young: ById<Shape>,
-    old: ById<Shape>,
+    young: ById<Arc<Shape>>,
+    old: ById<Arc<Shape>>,
     /// The masked text of the line being looked up.
     masked: Vec<u8>,
 }
@@ -141,6 +143,9 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
 }
+
+/// Shapes some thread read, for the others.
+static SHARED: Learnt<Shape> = Learnt::new(GENERATION);
 
 /// Where `part` is in `line`, when it is a slice of it (under 64 KiB in).
 pub(crate) fn range(line: &str, part: &str) -> Option<R> {
@@ -410,15 +415,17 @@ fn with_shape<'a, T>(
             return None;
         }
         let old = in_old.is_some().then(|| c.old.remove(&h)).flatten();
-        let (shape, fresh) = match old {
+        let masked = &c.masked[..];
+        let (shape, fresh) = match old.or_else(|| SHARED.get(h, |s| *s.key == *masked)) {
+            Some(s) if !s.reads(line) => return None,
             Some(s) => (s, false),
             None => {
                 let Some(mut shape) = Shape::read(line, ev)? else {
                     return Some(miss(None, ev));
                 };
                 shape.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-                shape.key = c.masked.as_slice().into();
-                (shape, true)
+                shape.key = masked.into();
+                (SHARED.put(h, shape, |s| *s.key == *masked), true)
             }
         };
         if c.young.len() >= GENERATION {

@@ -12,9 +12,11 @@ use super::matching::Engine;
 use super::quiet::Masked;
 use super::stats::era_text;
 use crate::parse::era::{wording_bounds, EraCue};
+use crate::parse::learnt::Learnt;
 use crate::parse::template::{keep, ById};
 use crate::parse::Event;
 use std::cell::RefCell;
+use std::sync::Arc;
 
 /// Shapes kept per thread before starting over: seven eighths of a power
 /// of two, as [`template`](crate::parse::template)'s generations.
@@ -42,16 +44,21 @@ impl Engine {
     /// literals' digits are not in one piece of the line).
     fn with_lits<T>(&self, ev: &Event<'_>, f: impl FnOnce(&Lits) -> T) -> Option<T> {
         thread_local! {
-            static LITS: RefCell<ById<(u64, Option<Lits>)>> = RefCell::new(ById::default());
+            static LITS: RefCell<ById<Arc<(u64, Option<Lits>)>>> = RefCell::new(ById::default());
         }
+        /// What some thread found, for the others.
+        static SHARED: Learnt<(u64, Option<Lits>)> = Learnt::new(MAX_SHAPES);
         if !self.shapes || ev.shape == 0 || ev.continuation.is_some() || !self.eras_without_digits {
             return None;
         }
         let engine = self.quiet.id;
+        let ours = |l: &(u64, Option<Lits>)| l.0 == engine;
         LITS.with(|lits| {
             let mut lits = lits.borrow_mut();
-            if lits.get(&ev.shape).is_none_or(|(e, _)| *e != engine) {
-                keep(&mut lits, MAX_SHAPES, ev.shape, (engine, self.lits(ev)));
+            if lits.get(&ev.shape).is_none_or(|l| !ours(l)) {
+                let l = SHARED.get(ev.shape, ours);
+                let l = l.unwrap_or_else(|| SHARED.put(ev.shape, (engine, self.lits(ev)), ours));
+                keep(&mut lits, MAX_SHAPES, ev.shape, l);
             }
             lits[&ev.shape].1.as_ref().map(f)
         })

@@ -17,11 +17,13 @@ use super::matching::{conditions_but_fields, Engine};
 use super::stats::era_text;
 use super::TagKey;
 use crate::parse::era::wording_bounds;
+use crate::parse::learnt::Learnt;
 use crate::parse::template::{self, ById, Seen};
 use crate::parse::{Event, Level};
 use aho_corasick::{AhoCorasickBuilder, AhoCorasickKind};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Shapes' facts kept per thread before starting over: seven eighths of
 /// a power of two, as [`template`](crate::parse::template)'s generations.
@@ -224,13 +226,18 @@ impl Engine {
         tag: &mut impl FnMut(u32, &'l str),
     ) -> bool {
         thread_local! {
-            static FACTS: RefCell<ById<Facts>> = RefCell::new(ById::default());
+            static FACTS: RefCell<ById<Arc<Facts>>> = RefCell::new(ById::default());
         }
-        let line = seen.line.as_bytes();
+        /// Facts some thread found, for the others.
+        static SHARED: Learnt<Facts> = Learnt::new(MAX_FACTS);
         let id = self.quiet.id;
+        let ours = |f: &Facts| f.engine == id;
+        let line = seen.line.as_bytes();
+        // What this thread knows is read in place: the shared count of an
+        // `Arc` is not touched for every line.
         let answer = FACTS.with(|f| {
             let f = f.borrow();
-            let f = f.get(&seen.id).filter(|f| f.engine == id)?;
+            let f = f.get(&seen.id).filter(|f| ours(f))?;
             let quiet = f.quiet(line, &self.quiet);
             if quiet {
                 f.tag(seen.line, tag);
@@ -241,18 +248,21 @@ impl Engine {
             *conn = k;
             return quiet;
         }
-        let mut ev = Event::default();
-        let f = if template::read(seen.line, &mut ev) {
-            self.find(&ev, seen.line)
-        } else {
-            Facts {
-                engine: id,
-                quiet: false,
-                tags: Box::default(),
-                digits: Box::default(),
-                conn: ConnShape::UNKNOWN,
-            }
-        };
+        let f = SHARED.get(seen.id, ours).unwrap_or_else(|| {
+            let mut ev = Event::default();
+            let f = if template::read(seen.line, &mut ev) {
+                self.find(&ev, seen.line)
+            } else {
+                Facts {
+                    engine: id,
+                    quiet: false,
+                    tags: Box::default(),
+                    digits: Box::default(),
+                    conn: ConnShape::UNKNOWN,
+                }
+            };
+            SHARED.put(seen.id, f, ours)
+        });
         *conn = f.conn;
         let quiet = f.quiet(line, &self.quiet);
         if quiet {
