@@ -1,10 +1,12 @@
-//! Shapes of lean lines, kept per thread. Lines of a busy proxy's log that
-//! differ only in their digits (addresses, ports, stream ids, sizes, times)
-//! are cut at the same places: every test the plain tokenizer makes on
-//! such a line (brackets, quotes, `: `, spaces, identifier bytes) answers
-//! the same for any digit. So a line whose text, with each digit read as
-//! `0`, was seen before is read by slicing it where the earlier one was
-//! cut, instead of being scanned again.
+//! Shapes of lean lines, kept per thread (a thread that meets a shape it
+//! does not know asks the other threads first: [`learnt`](super::learnt)).
+//! Lines of a busy proxy's log that differ only in their digits
+//! (addresses, ports, stream ids, sizes, times) are cut at the same
+//! places: every test the plain tokenizer makes on such a line (brackets,
+//! quotes, `: `, spaces, identifier bytes) answers the same for any digit.
+//! So a line whose text, with each digit read as `0`, was seen before is
+//! read by slicing it where the earlier one was cut, instead of being
+//! scanned again.
 //!
 //! The one test that reads digits themselves, a known crate root (`h2`)
 //! for a target without `::`, keeps a shape from being kept; so do quoted

@@ -38,21 +38,25 @@ struct Lits {
     bounds: bool,
 }
 
+/// The engine a shape's literals were found with (its quiet searches'
+/// id), and what it found.
+type Found = (u64, Option<Lits>);
+
 impl Engine {
     /// Runs `f` on what `ev`'s shape holds: `None` when the shape does not
     /// tell (there is none, another line is joined to the event, or its
     /// literals' digits are not in one piece of the line).
     fn with_lits<T>(&self, ev: &Event<'_>, f: impl FnOnce(&Lits) -> T) -> Option<T> {
         thread_local! {
-            static LITS: RefCell<ById<Arc<(u64, Option<Lits>)>>> = RefCell::new(ById::default());
+            static LITS: RefCell<ById<Arc<Found>>> = RefCell::new(ById::default());
         }
         /// What some thread found, for the others.
-        static SHARED: Learnt<(u64, Option<Lits>)> = Learnt::new(MAX_SHAPES);
+        static SHARED: Learnt<Found> = Learnt::new(MAX_SHAPES);
         if !self.shapes || ev.shape == 0 || ev.continuation.is_some() || !self.eras_without_digits {
             return None;
         }
         let engine = self.quiet.id;
-        let ours = |l: &(u64, Option<Lits>)| l.0 == engine;
+        let ours = |l: &Found| l.0 == engine;
         LITS.with(|lits| {
             let mut lits = lits.borrow_mut();
             if lits.get(&ev.shape).is_none_or(|l| !ours(l)) {
