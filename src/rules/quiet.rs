@@ -13,7 +13,7 @@ use super::correlation::{full_text, literal_pieces, literal_text};
 use super::fold::Folded;
 use super::group::tag_key;
 use super::lookback::ConnShape;
-use super::matching::{conditions_but_fields, Engine};
+use super::matching::{conditions_but_fields, fits_source, Engine};
 use super::stats::era_text;
 use super::TagKey;
 use crate::parse::era::wording_bounds;
@@ -286,11 +286,23 @@ impl Engine {
             && !ev.has_span("service");
         let mut digits = Vec::new();
         if quiet {
-            let texts = [
-                Masked::of(line, |each| literal_pieces(ev, each)),
-                Masked::of(line, |each| each(era_text(ev))),
-            ];
-            for (p, _, at) in texts.iter().flat_map(|t| q.spots(t)) {
+            // A literal with a digit counts only where its search would
+            // find it: a rule's in the text the rules read, on its word
+            // edges, for a rule that may match the shape's lines; an era
+            // cue's in the era text. (A bare `431` is in every number of
+            // three digits or more, and a JSON line is full of them.)
+            let rules_text = Masked::of(line, |each| literal_pieces(ev, each));
+            let era = Masked::of(line, |each| each(era_text(ev)));
+            let for_rules = q.spots(&rules_text).filter(|(p, found, _)| {
+                let pattern = q.digit_of[*p];
+                pattern < self.rule_patterns
+                    && self.on_edges(pattern, &rules_text.text, found.start(), found.end())
+                    && self.may_match_shape(self.pattern_rule[pattern], ev)
+            });
+            let for_era = q
+                .spots(&era)
+                .filter(|(p, ..)| q.digit_of[*p] >= self.rule_patterns);
+            for (p, _, at) in for_rules.chain(for_era) {
                 match (at, u16::try_from(p)) {
                     (Some(at), Ok(p)) => digits.push((at, p)),
                     _ => quiet = false,
@@ -341,6 +353,9 @@ impl Engine {
         line: &str,
         full: &str,
     ) -> Option<Option<LeanTag>> {
+        if !self.may_match_shape(ri, ev) {
+            return Some(None);
+        }
         let r = &self.rules[ri];
         let digit = |s: &String| s.bytes().any(|b| b.is_ascii_digit());
         let reads_digits = r.regex.is_some()
@@ -386,10 +401,41 @@ impl Engine {
             fields: fields.into(),
         }))
     }
+
+    /// May rule `ri` match a line of `ev`'s shape? Not when its producers
+    /// or components exclude the shape's (a rule for a reporter's words):
+    /// a line's producer is its shape's, and so is its component, which
+    /// turns on its target but for a target with a digit.
+    fn may_match_shape(&self, ri: usize, ev: &Event<'_>) -> bool {
+        ev.target().bytes().any(|b| b.is_ascii_digit()) || fits_source(&self.rules[ri], ev)
+    }
 }
 
 /// Where `part` starts in `line`, when it is a slice of it.
 fn offset_in(line: &str, part: &str) -> Option<usize> {
     let (l, p) = (line.as_ptr() as usize, part.as_ptr() as usize);
     (p >= l && p + part.len() <= l + line.len()).then(|| p - l)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A literal with a digit is a spot where a rule's search would find
+    /// it: not a prose rule's bare `431` in a log line, nor `431` inside a
+    /// longer number; a rule's `status=431` still is.
+    #[test]
+    fn a_spot_is_where_a_rules_search_would_find_its_literal() {
+        let e = Engine::new(crate::rules::load(&[]).unwrap());
+        let spots = |line: &str| {
+            let ev = crate::parse::parse_line(line).unwrap();
+            let f = e.find(&ev, line);
+            assert!(f.quiet, "{line}");
+            f.digits.len()
+        };
+        let head = "[     1.000431s] DEBUG ThreadId(01) outbound: linkerd_proxy_http::client:";
+        assert_eq!(spots(&format!("{head} response sz=431 took=14312ms")), 0);
+        assert_eq!(spots(&format!("{head} response status=2000 sz=431")), 0);
+        assert_eq!(spots(&format!("{head} response status=200 sz=431")), 1);
+    }
 }
