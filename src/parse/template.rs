@@ -393,13 +393,32 @@ impl Seen<'_> {
     }
 }
 
+/// The event a look-up reads a new shape's line into: the caller's, or
+/// one made only then (a counting pass needs none for a known shape, and
+/// making and dropping one for every line cost a twentieth of explain).
+trait Scratch<'a> {
+    fn event(&mut self) -> &mut Event<'a>;
+}
+
+impl<'a> Scratch<'a> for &mut Event<'a> {
+    fn event(&mut self) -> &mut Event<'a> {
+        self
+    }
+}
+
+impl<'a> Scratch<'a> for Option<Event<'a>> {
+    fn event(&mut self) -> &mut Event<'a> {
+        self.get_or_insert_with(Event::default)
+    }
+}
+
 /// Looks `line` up; on a miss, reads it into `ev` and keeps its shape.
 /// `None` when the line is not one a shape can be kept for.
-fn with_shape<'a, T>(
+fn with_shape<'a, T, E: Scratch<'a>>(
     line: &'a str,
-    ev: &mut Event<'a>,
-    hit: impl FnOnce(&Shape, &mut Event<'a>) -> T,
-    miss: impl FnOnce(Option<&Shape>, &mut Event<'a>) -> T,
+    ev: &mut E,
+    hit: impl FnOnce(&Shape, &mut E) -> T,
+    miss: impl FnOnce(Option<&Shape>, &mut E) -> T,
 ) -> Option<T> {
     // Cheap refusals first: other lines start with neither.
     if !matches!(line.as_bytes().first(), Some(b'[' | b'{')) {
@@ -422,7 +441,7 @@ fn with_shape<'a, T>(
             Some(s) if !s.reads(line) => return None,
             Some(s) => (s, false),
             None => {
-                let Some(mut shape) = Shape::read(line, ev)? else {
+                let Some(mut shape) = Shape::read(line, ev.event())? else {
                     return Some(miss(None, ev));
                 };
                 shape.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -440,17 +459,17 @@ fn with_shape<'a, T>(
 
 /// Reads a plain or JSON line into `ev` through the cache: false for any
 /// line it does not take (the tokenizer's general path reads it).
-pub fn read<'a>(line: &'a str, ev: &mut Event<'a>) -> bool {
-    let hit = |s: &Shape, ev: &mut Event<'a>| {
+pub fn read<'a>(line: &'a str, mut ev: &mut Event<'a>) -> bool {
+    let hit = |s: &Shape, ev: &mut &mut Event<'a>| {
         let read = s.fill(line, ev);
         ev.shape = s.id;
         read
     };
-    let miss = |s: Option<&Shape>, ev: &mut Event<'a>| {
+    let miss = |s: Option<&Shape>, ev: &mut &mut Event<'a>| {
         ev.shape = s.map_or(0, |s| s.id);
         true
     };
-    with_shape(line, ev, hit, miss).unwrap_or(false)
+    with_shape(line, &mut ev, hit, miss).unwrap_or(false)
 }
 
 /// What a counting pass needs of a plain or JSON line whose shape is kept,
@@ -462,10 +481,9 @@ pub fn seen(line: &str) -> Option<Seen<'_>> {
     if line.starts_with('{') && memchr(b'\\', line.as_bytes()).is_some() {
         return None;
     }
-    let mut ev = Event::default();
     with_shape(
         line,
-        &mut ev,
+        &mut None,
         |s, _| Some(s.seen(line)),
         |s, _| s.map(|s| s.seen(line)),
     )
