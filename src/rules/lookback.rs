@@ -214,7 +214,13 @@ pub struct BlockConns {
 
 impl BlockConns {
     fn set(&mut self, i: usize, key: u64, named: u8) {
-        if self.keys.len() <= i {
+        // Lines come in order: each is most often the next.
+        if self.keys.len() == i {
+            self.keys.push(key);
+            self.named.push(named);
+            return;
+        }
+        if self.keys.len() < i {
             self.keys.resize(i + 1, NONE);
             self.named.resize(i + 1, LAZY);
         }
