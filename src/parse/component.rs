@@ -45,6 +45,15 @@ const PROXY_ROOTS: &[&str] = &[
     "webpki",
 ];
 
+/// Is the component of a line the same for every line of its shape (the
+/// lines that differ from it only in their digits)? It turns on prefixes
+/// of the target and words of the fields, none with a digit, but for a
+/// JSON proxy line's crate roots (`h2`).
+pub fn same_for_shape(producer: Producer, target: &str) -> bool {
+    let digit = |s: &str| s.bytes().any(|b| b.is_ascii_digit());
+    !(producer == Producer::ProxyJson && digit(target) && PROXY_ROOTS.iter().any(|r| digit(r)))
+}
+
 fn is_proxy_target(t: &str) -> bool {
     PROXY_ROOTS.iter().any(|r| t.starts_with(r))
 }

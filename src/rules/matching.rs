@@ -462,10 +462,8 @@ fn field_conditions(r: &Rule, ev: &Event<'_>) -> bool {
             .all(|(k, v)| ev.field(k).is_some_and(|x| x != v))
 }
 
-/// The rule's producers and components: what an event's producer and
-/// component decide alone (a rule for a reporter's words reads no log
-/// line).
-pub(super) fn fits_source(r: &Rule, ev: &Event<'_>) -> bool {
+/// [`event_conditions`] but for the fields'.
+pub(super) fn conditions_but_fields(r: &Rule, ev: &Event<'_>) -> bool {
     if !r.producers.is_empty()
         && !r
             .producers
@@ -483,13 +481,9 @@ pub(super) fn fits_source(r: &Rule, ev: &Event<'_>) -> bool {
     } else if !component_in(&r.components, ev.component) {
         return false;
     }
-    !(r.not_components.contains(&ev.component)
-        || (r.not_components.contains(&Component::ControlPlane) && ev.component.is_go_controller()))
-}
-
-/// [`event_conditions`] but for the fields'.
-pub(super) fn conditions_but_fields(r: &Rule, ev: &Event<'_>) -> bool {
-    if !fits_source(r, ev) {
+    if r.not_components.contains(&ev.component)
+        || (r.not_components.contains(&Component::ControlPlane) && ev.component.is_go_controller())
+    {
         return false;
     }
     if let Some(min) = r.min_level {

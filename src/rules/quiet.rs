@@ -13,9 +13,11 @@ use super::correlation::{full_text, literal_pieces, literal_text};
 use super::fold::Folded;
 use super::group::tag_key;
 use super::lookback::ConnShape;
-use super::matching::{conditions_but_fields, fits_source, Engine};
+use super::matching::{conditions_but_fields, Engine};
+use super::schema::Rule;
 use super::stats::era_text;
 use super::TagKey;
+use crate::parse::component;
 use crate::parse::era::wording_bounds;
 use crate::parse::learnt::Learnt;
 use crate::parse::template::{self, ById, Seen};
@@ -361,17 +363,8 @@ impl Engine {
         let reads_digits = r.regex.is_some()
             || r.not_regex.is_some()
             || r.capture.is_some()
-            || !r.ports.is_empty()
-            || !r.port_roles.is_empty()
-            || r.max_uptime.is_some()
-            || r.min_uptime.is_some()
-            || r.targets
-                .iter()
-                .chain(&r.spans)
-                .chain(&r.not_spans)
-                .any(digit)
+            || event_reads_digits(r, ev)
             || r.fields.keys().chain(r.fields_not.keys()).any(digit)
-            || ev.target().bytes().any(|b| b.is_ascii_digit())
             || !self.checks(ri).texts_without_digits;
         if r.id.is_some() || r.known.is_some() || r.tag_key != TagKey::Client || reads_digits {
             return None;
@@ -402,13 +395,34 @@ impl Engine {
         }))
     }
 
-    /// May rule `ri` match a line of `ev`'s shape? Not when its producers
-    /// or components exclude the shape's (a rule for a reporter's words):
-    /// a line's producer is its shape's, and so is its component, which
-    /// turns on its target but for a target with a digit.
+    /// May rule `ri` match a line of `ev`'s shape? Not when its
+    /// conditions on the event, reading no digit, fail for `ev`: they fail
+    /// for every line of the shape (a rule for a reporter's words, for
+    /// another component, from INFO up when the shape's lines are DEBUG).
     fn may_match_shape(&self, ri: usize, ev: &Event<'_>) -> bool {
-        ev.target().bytes().any(|b| b.is_ascii_digit()) || fits_source(&self.rules[ri], ev)
+        let r = &self.rules[ri];
+        event_reads_digits(r, ev) || conditions_but_fields(r, ev)
     }
+}
+
+/// Can rule `r`'s conditions on the event (but its fields') answer one
+/// line of a shape and not another, as `ev`'s? Its ports and uptimes are
+/// the lines' digits, and so are targets and spans named with a digit; the
+/// rest (producer, level, direction, targets and spans without a digit,
+/// which are prefixes and names, and most often the component) is the
+/// same for every line of a shape.
+fn event_reads_digits(r: &Rule, ev: &Event<'_>) -> bool {
+    let digit = |s: &String| s.bytes().any(|b| b.is_ascii_digit());
+    !r.ports.is_empty()
+        || !r.port_roles.is_empty()
+        || r.max_uptime.is_some()
+        || r.min_uptime.is_some()
+        || r.targets
+            .iter()
+            .chain(&r.spans)
+            .chain(&r.not_spans)
+            .any(digit)
+        || !component::same_for_shape(ev.producer, ev.target())
 }
 
 /// Where `part` starts in `line`, when it is a slice of it.
@@ -421,6 +435,10 @@ fn offset_in(line: &str, part: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
+    fn facts(e: &Engine, line: &str) -> Facts {
+        e.find(&crate::parse::parse_line(line).unwrap(), line)
+    }
+
     /// A literal with a digit is a spot where a rule's search would find
     /// it: not a prose rule's bare `431` in a log line, nor `431` inside a
     /// longer number; a rule's `status=431` still is.
@@ -428,8 +446,7 @@ mod tests {
     fn a_spot_is_where_a_rules_search_would_find_its_literal() {
         let e = Engine::new(crate::rules::load(&[]).unwrap());
         let spots = |line: &str| {
-            let ev = crate::parse::parse_line(line).unwrap();
-            let f = e.find(&ev, line);
+            let f = facts(&e, line);
             assert!(f.quiet, "{line}");
             f.digits.len()
         };
@@ -437,5 +454,18 @@ mod tests {
         assert_eq!(spots(&format!("{head} response sz=431 took=14312ms")), 0);
         assert_eq!(spots(&format!("{head} response status=2000 sz=431")), 0);
         assert_eq!(spots(&format!("{head} response status=200 sz=431")), 1);
+    }
+
+    /// A DEBUG line with the wording of a rule read from INFO up (an h2
+    /// GOAWAY) is quiet: that rule matches no line of its shape. At INFO
+    /// the line is read.
+    #[test]
+    fn a_rule_that_matches_no_line_of_a_shape_keeps_none_loud() {
+        let e = Engine::new(crate::rules::load(&[]).unwrap());
+        let line = |level: &str| {
+            format!("[     1.000431s] {level} ThreadId(01) outbound: h2::codec::framed_write: send frame=GoAway")
+        };
+        assert!(facts(&e, &line("DEBUG")).quiet);
+        assert!(!facts(&e, &line(" INFO")).quiet);
     }
 }
