@@ -108,41 +108,6 @@ pub fn parse_tls(v: &str) -> Tls<'_> {
     tls
 }
 
-/// The spellings a plain-text line holds whenever [`Event::dst`],
-/// [`Event::endpoint`] or [`Event::port`] gives it something: a span with
-/// one of the fields they read is written `name{…}`, a field `key=…`. A line
-/// holding none of a view's words gives that view nothing, so a pass can
-/// skip reading it for that view.
-pub const DST_WORDS: &[&str] = &[
-    "logical{",
-    "gateway{",
-    "concrete{",
-    "profile{",
-    "balance{",
-    "target{",
-    "ingress{",
-    "service{",
-    "proxy{",
-    "tcp.forward{",
-    "authority{",
-    "dst=",
-];
-pub const ENDPOINT_WORDS: &[&str] = &[
-    "endpoint{",
-    "forward{",
-    "proxy{",
-    "server.addr=",
-    "peer.addr=",
-];
-pub const PORT_WORDS: &[&str] = &[
-    "server{",
-    "target.addr=",
-    "target_addr=",
-    "server.addr=",
-    "port=",
-    "header=",
-];
-
 /// The HTTP status a `status` value gives.
 pub fn status_of(s: &str) -> Option<u16> {
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();

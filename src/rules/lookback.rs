@@ -14,12 +14,11 @@
 use super::conns::{ConnCtx, Missing};
 use super::group::tag_key;
 use super::TagKey;
-use crate::parse::typed::{DST_WORDS, ENDPOINT_WORDS, PORT_WORDS};
-use crate::parse::{parse_line, Event, Producer};
+use crate::parse::typed::PortFrom;
+use crate::parse::{parse_line, Event};
 use crate::pipeline::{Around, Text};
-use memchr::memchr2_iter;
 use std::collections::VecDeque;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 /// A line that names no client connection.
 const NONE: u64 = 0;
@@ -87,8 +86,7 @@ impl KeyShape {
 
 /// What the lines of a quiet line's shape say of their connection: where
 /// the client is named, and which parts of its context they may name
-/// ([`may_name`], whose words have no digit: the same for every line of the
-/// shape; every part in a format other than the plain one).
+/// ([`names_of`]: the same for every line of the shape).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnShape {
     pub key: KeyShape,
@@ -104,11 +102,7 @@ impl ConnShape {
     pub fn of(ev: &Event<'_>, line: &str) -> ConnShape {
         ConnShape {
             key: KeyShape::of(ev, line),
-            names: if ev.producer == Producer::ProxyPlain {
-                may_name(line.as_bytes())
-            } else {
-                ALL
-            },
+            names: names_of(ev),
         }
     }
 }
@@ -132,8 +126,6 @@ const DST: u8 = 1;
 const PEER: u8 = 2;
 const PORT: u8 = 4;
 const ALL: u8 = DST | PEER | PORT;
-/// Not known yet: [`may_name`] tells when asked.
-const LAZY: u8 = 0x80;
 
 fn bits(dst: bool, peer: bool, port: bool) -> u8 {
     [(dst, DST), (peer, PEER), (port, PORT)]
@@ -142,54 +134,14 @@ fn bits(dst: bool, peer: bool, port: bool) -> u8 {
         .fold(0, |b, (_, part)| b | part)
 }
 
-/// Which parts a plain-text line may name, from the words its views need
-/// ([`DST_WORDS`] and the others): what has none of a part's words is not
-/// read for that part.
-fn may_name(text: &[u8]) -> u8 {
-    // Each word ends in its only `{` or `=`: the words in a text are those
-    // ending at one of its braces or equals signs, found by `memchr2` (a
-    // search for the words themselves was most of the cost of a shape's
-    // first line).
-    static WORDS: LazyLock<Words> = LazyLock::new(|| {
-        let parts = [(DST_WORDS, DST), (ENDPOINT_WORDS, PEER), (PORT_WORDS, PORT)];
-        let words: Vec<(&[u8], u8)> = parts
-            .iter()
-            .flat_map(|(ws, p)| ws.iter().map(move |w| (w.as_bytes(), *p)))
-            .collect();
-        assert!(words.len() <= 32, "one bit per word");
-        let mut ending = [[0u32; 256]; 2];
-        for (i, (w, _)) in words.iter().enumerate() {
-            let [.., before, last] = w else { continue };
-            ending[usize::from(*last == b'=')][usize::from(*before)] |= 1 << i;
-        }
-        Words { words, ending }
-    });
-    let w = &*WORDS;
-    let mut named = 0;
-    for end in memchr2_iter(b'{', b'=', text) {
-        let Some(before) = end.checked_sub(1).map(|b| text[b]) else {
-            continue;
-        };
-        let mut which = w.ending[usize::from(text[end] == b'=')][usize::from(before)];
-        while which != 0 {
-            let (word, part) = w.words[which.trailing_zeros() as usize];
-            which &= which - 1;
-            if text[..=end].ends_with(word) {
-                named |= part;
-            }
-        }
-        if named == ALL {
-            break;
-        }
-    }
-    named
-}
-
-/// The words [`may_name`] looks for, and which of them end in each pair of
-/// bytes (`{` or `=`, and the byte before it), as bits.
-struct Words {
-    words: Vec<(&'static [u8], u8)>,
-    ending: [[u32; 256]; 2],
+/// Which parts an event's line may name: those its views find a place
+/// for, where they are looked for by span and field names and never by a
+/// digit, so the same for every line of its shape (a port's place may hold
+/// no port: reading the line tells). A line that names none of the parts
+/// a look-back wants is not read again.
+fn names_of(ev: &Event<'_>) -> u8 {
+    let port = PortFrom::ALL.iter().any(|f| ev.port_text(*f).is_some());
+    bits(ev.dst().is_some(), ev.endpoint().is_some(), port)
 }
 
 /// One block's lines by connection, as the block is read and afterwards.
@@ -203,8 +155,7 @@ pub struct BlockConns {
     last: ByKey<u32>,
     prev: Vec<u32>,
     indexed: usize,
-    /// The parts each line may name ([`may_name`]), by its index; [`LAZY`]
-    /// until asked, for a line whose shape did not tell.
+    /// The parts each line may name ([`names_of`]), by its index.
     named: Vec<u8>,
     /// Lines read for their connection: when looked at, or as they went by
     /// when their line alone does not make their record.
@@ -222,7 +173,7 @@ impl BlockConns {
         }
         if self.keys.len() < i {
             self.keys.resize(i + 1, NONE);
-            self.named.resize(i + 1, LAZY);
+            self.named.resize(i + 1, 0);
         }
         self.keys[i] = key;
         self.named[i] = named;
@@ -235,7 +186,7 @@ impl BlockConns {
             None => {
                 // The cheap look cannot tell: read it now, as its record.
                 let got = parse_line(line).as_ref().and_then(conn_of);
-                self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), LAZY);
+                self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), ALL);
                 self.read.insert(i as u32, got);
             }
         }
@@ -247,17 +198,11 @@ impl BlockConns {
     fn event(&mut self, i: usize, ev: &Event<'_>) {
         if ev.lines > 1 {
             let got = conn_of(ev);
-            self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), LAZY);
+            self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), ALL);
             self.read.insert(i as u32, got);
         } else {
-            // The words of `may_name` are the plain format's spellings.
-            let named = if ev.producer == Producer::ProxyPlain {
-                LAZY
-            } else {
-                ALL
-            };
             let key = tag_key(TagKey::Client, ev).map_or(NONE, key_of);
-            self.set(i, key, named);
+            self.set(i, key, names_of(ev));
         }
     }
 
@@ -284,7 +229,7 @@ impl BlockConns {
         while j != NIL && want != 0 {
             let this = j as usize;
             j = self.prev[this];
-            if self.may_name(this, data) & want == 0 {
+            if self.may_name(this) & want == 0 {
                 continue;
             }
             let Some((c, named)) = self.line(this, data) else {
@@ -320,22 +265,13 @@ impl BlockConns {
         &data[start.min(end)..end]
     }
 
-    fn may_name(&mut self, j: usize, data: &Around<'_>) -> u8 {
+    fn may_name(&self, j: usize) -> u8 {
         if let Some(r) = self.read.get(&(j as u32)) {
             return r.as_ref().map_or(0, |(_, c)| {
                 bits(c.dst.is_some(), c.peer.is_some(), c.port.is_some())
             });
         }
-        match self.named.get(j) {
-            Some(&b) if b != LAZY => b,
-            _ => {
-                let b = may_name(self.text(j, data));
-                if let Some(n) = self.named.get_mut(j) {
-                    *n = b;
-                }
-                b
-            }
-        }
+        self.named.get(j).copied().unwrap_or(ALL)
     }
 
     /// Line `j`'s connection and what it names, reading it again if need be.
@@ -557,53 +493,4 @@ fn remember(conns: &mut super::conns::Recent<ConnCtx>, ev: &Event<'_>) {
             port,
         })
     });
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// The parts of every word in `text`, wherever they are.
-    fn naive(text: &str) -> u8 {
-        let parts = [(DST_WORDS, DST), (ENDPOINT_WORDS, PEER), (PORT_WORDS, PORT)];
-        parts
-            .iter()
-            .flat_map(|(ws, p)| ws.iter().map(move |w| (*w, *p)))
-            .filter(|(w, _)| text.contains(w))
-            .fold(0, |b, (_, p)| b | p)
-    }
-
-    /// What lets `may_name` search without overlaps: a word found inside
-    /// another can only be one of its suffixes.
-    #[test]
-    fn every_word_ends_in_its_only_brace_or_equals() {
-        for w in DST_WORDS.iter().chain(ENDPOINT_WORDS).chain(PORT_WORDS) {
-            let marks = w.bytes().filter(|b| matches!(b, b'{' | b'=')).count();
-            // And a byte before it: `may_name` finds a word by its last two.
-            assert!(
-                marks == 1 && w.len() >= 2 && matches!(w.as_bytes().last(), Some(b'{' | b'=')),
-                "{w}"
-            );
-        }
-    }
-
-    proptest! {
-        /// The parts of every word in a text are found, words within words
-        /// included (`tcp.forward{`).
-        #[test]
-        fn may_name_finds_every_words_part(
-            pieces in prop::collection::vec(
-                prop::sample::select(vec![
-                    "tcp.forward{", "forward{", "proxy{", "server.addr=", "peer.addr=",
-                    "target.addr=", "target{", "port=", "header=", "dst=", "x", ".", "{", "=",
-                    "addr", "server", "tcp", "logical{", "balance{", "endpoint{",
-                ]),
-                0..12,
-            ),
-        ) {
-            let text = pieces.concat();
-            prop_assert_eq!(may_name(text.as_bytes()), naive(&text), "{}", text);
-        }
-    }
 }
