@@ -236,12 +236,39 @@ fn quiet_peeks_tag_each_connection_by_its_own_size() {
     }
 }
 
+/// A gateway's fail-fast errors, which name no destination: each takes
+/// it from its connection's line before (`logical{dst=…}`).
+fn failfast_log() -> String {
+    let head = |n: u32, level: &str, client: u32| {
+        format!("[    12.{n:06}s] {level} ThreadId(01) inbound:accept{{client.addr=10.240.1.{client}:58786 target.addr=10.0.57.7:4143}}:direct:gateway:http{{v=h2}}")
+    };
+    let mut log = String::new();
+    for (i, (client, svc)) in [(80, "voting"), (81, "books"), (82, "voting")]
+        .into_iter()
+        .enumerate()
+    {
+        let n = 1000 * i as u32;
+        let dst = format!("{svc}.booksapp.svc.cluster.local:80");
+        log += &format!("{}:gateway{{target={dst} v=1.x}}:logical{{dst={dst}}}:concrete{{addr={dst}}}: linkerd_stack::failfast: HTTP Balancer in failfast\n", head(n, "DEBUG", client));
+        log += &format!("{}: linkerd_app_core::errors: Failed to proxy request: HTTP Balancer service in fail-fast client.addr=10.240.1.{client}:58786\n", head(n + 1, " WARN", client));
+        log += &format!("{}: linkerd_app_core::errors: Handling error with HTTP response status=503 Service Unavailable version=HTTP/2.0\n", head(n + 2, "DEBUG", client));
+    }
+    log
+}
+
 /// Looking back (blocks) and remembering every line (a whole input read in
-/// order, as follow mode does) agree on every corpus log.
+/// order, as follow mode does) agree on every corpus log, generated log and
+/// a gateway's fail-fast errors (which take their destination from their
+/// connection's lines before).
 #[test]
 fn looking_back_finds_what_remembering_kept() {
     let e = engine(true);
-    for (name, data) in corpus() {
+    let failfast = ("failfast.log".to_string(), failfast_log().into_bytes());
+    for (name, data) in corpus()
+        .into_iter()
+        .chain(generated(1 << 20))
+        .chain([failfast])
+    {
         let blocks = report(&name, &data, 1 << 30, &e);
         let mut st = e.whole_state();
         st = process_block(&name, &data, 1, st);
