@@ -412,6 +412,11 @@ pub(super) struct Checks {
     /// No literal of `all_text` and `not_text` has a digit: they answer
     /// the same for every line of a shape ([`super::by_shape`]).
     pub(super) texts_without_digits: bool,
+    /// `regex` (when it names no subject) and `not_regex` cannot tell one
+    /// digit from another ([`tells_digits`]): they too answer the same for
+    /// every line of a shape.
+    regex_without_digits: bool,
+    not_regex_without_digits: bool,
 }
 
 impl Checks {
@@ -421,12 +426,16 @@ impl Checks {
                 .map(|x| Regex::new(x).expect("validated when loaded"))
         };
         let regex = compile(&r.regex);
+        let regex_names = regex.as_ref().is_some_and(|rx| {
+            rx.capture_names()
+                .flatten()
+                .any(|n| Subject::parse(n).is_some())
+        });
+        let without_digits = |x: &Option<String>| x.as_deref().is_none_or(|x| !tells_digits(x));
         Checks {
-            regex_names: regex.as_ref().is_some_and(|rx| {
-                rx.capture_names()
-                    .flatten()
-                    .any(|n| Subject::parse(n).is_some())
-            }),
+            regex_names,
+            regex_without_digits: !regex_names && without_digits(&r.regex),
+            not_regex_without_digits: without_digits(&r.not_regex),
             regex,
             not_regex: compile(&r.not_regex),
             capture: compile(&r.capture),
@@ -445,6 +454,53 @@ impl Checks {
         self.all_text.iter().all(|n| n.is_match(hay))
             && !self.not_text.iter().any(|n| n.is_match(hay))
     }
+
+    /// Does `hay`, a line's text, fail a check that answers the same for
+    /// each line of its shape? Then no line of the shape passes them.
+    pub(super) fn fail_shape(&self, hay: &str) -> bool {
+        (self.texts_without_digits && !self.texts(hay))
+            || (self.regex_without_digits && self.regex.as_ref().is_some_and(|rx| !rx.is_match(hay)))
+            || (self.not_regex_without_digits
+                && self.not_regex.as_ref().is_some_and(|rx| rx.is_match(hay)))
+    }
+
+    /// Does every check answer the same for each line of a shape, and
+    /// take nothing from its text?
+    pub(super) fn same_for_shape(&self) -> bool {
+        self.texts_without_digits
+            && self.regex_without_digits
+            && self.not_regex_without_digits
+            && self.capture.is_none()
+    }
+}
+
+/// Can `pattern` match a text and not the same text with other digits in
+/// it? Only where it names a digit, or a class that holds some digits and
+/// not others: `\d`, `\S`, `.` and `[^:]` hold them all, `[A-Z]` none.
+fn tells_digits(pattern: &str) -> bool {
+    use regex_syntax::hir::{Class, Hir, HirKind};
+    fn some_not_all(held: impl Iterator<Item = bool>) -> bool {
+        let n = held.filter(|h| *h).count();
+        n != 0 && n != 10
+    }
+    fn walk(h: &Hir) -> bool {
+        match h.kind() {
+            HirKind::Empty | HirKind::Look(_) => false,
+            HirKind::Literal(l) => l.0.iter().any(u8::is_ascii_digit),
+            HirKind::Class(Class::Unicode(c)) => some_not_all(
+                ('0'..='9').map(|d| c.ranges().iter().any(|r| (r.start()..=r.end()).contains(&d))),
+            ),
+            HirKind::Class(Class::Bytes(c)) => some_not_all(
+                (b'0'..=b'9').map(|d| c.ranges().iter().any(|r| (r.start()..=r.end()).contains(&d))),
+            ),
+            HirKind::Repetition(r) => walk(&r.sub),
+            HirKind::Capture(c) => walk(&c.sub),
+            HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(walk),
+        }
+    }
+    regex_syntax::Parser::new()
+        .parse(pattern)
+        .map_or(true, |h| walk(&h))
 }
 
 /// The conditions of a rule on an event's structure.

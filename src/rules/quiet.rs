@@ -299,7 +299,7 @@ impl Engine {
                 let pattern = q.digit_of[*p];
                 pattern < self.rule_patterns
                     && self.on_edges(pattern, &rules_text.text, found.start(), found.end())
-                    && self.may_match_shape(self.pattern_rule[pattern], ev)
+                    && self.may_match_shape(self.pattern_rule[pattern], ev, &full)
             });
             let for_era = q
                 .spots(&era)
@@ -355,22 +355,19 @@ impl Engine {
         line: &str,
         full: &str,
     ) -> Option<Option<LeanTag>> {
-        if !self.may_match_shape(ri, ev) {
+        if !self.may_match_shape(ri, ev, full) {
             return Some(None);
         }
         let r = &self.rules[ri];
         let digit = |s: &String| s.bytes().any(|b| b.is_ascii_digit());
-        let reads_digits = r.regex.is_some()
-            || r.not_regex.is_some()
-            || r.capture.is_some()
+        let reads_digits = !self.checks(ri).same_for_shape()
             || event_reads_digits(r, ev)
-            || r.fields.keys().chain(r.fields_not.keys()).any(digit)
-            || !self.checks(ri).texts_without_digits;
+            || r.fields.keys().chain(r.fields_not.keys()).any(digit);
         if r.id.is_some() || r.known.is_some() || r.tag_key != TagKey::Client || reads_digits {
             return None;
         }
         let tag = r.tag.as_ref()?;
-        if r.unparsed || !conditions_but_fields(r, ev) || !self.checks(ri).texts(full) {
+        if r.unparsed || !conditions_but_fields(r, ev) {
             return Some(None);
         }
         let asked = r.fields.iter().map(|(k, v)| (k, v, true));
@@ -395,13 +392,17 @@ impl Engine {
         }))
     }
 
-    /// May rule `ri` match a line of `ev`'s shape? Not when its
-    /// conditions on the event, reading no digit, fail for `ev`: they fail
-    /// for every line of the shape (a rule for a reporter's words, for
-    /// another component, from INFO up when the shape's lines are DEBUG).
-    fn may_match_shape(&self, ri: usize, ev: &Event<'_>) -> bool {
+    /// May rule `ri` match a line of `ev`'s shape (`full` its text)? Not
+    /// when its conditions on the event, reading no digit, fail for `ev`
+    /// (a rule for a reporter's words, for another component, from INFO up
+    /// when the shape's lines are DEBUG), nor when its checks of the text
+    /// that read no digit fail (`code: ` in an h2 `GoAway { error_code: …`
+    /// line, for a rule on gRPC status codes): they fail for every line of
+    /// the shape.
+    fn may_match_shape(&self, ri: usize, ev: &Event<'_>, full: &str) -> bool {
         let r = &self.rules[ri];
-        event_reads_digits(r, ev) || conditions_but_fields(r, ev)
+        (event_reads_digits(r, ev) || conditions_but_fields(r, ev))
+            && !self.checks(ri).fail_shape(full)
     }
 }
 
