@@ -164,6 +164,17 @@ pub struct BlockConns {
 }
 
 impl BlockConns {
+    /// Makes room for each line of the block at once: grown a line at a
+    /// time, the vectors were copied a dozen times a block.
+    fn sized(&mut self, around: &Around<'_>) {
+        if self.keys.capacity() == 0 {
+            let lines = around.ends.len() + 1;
+            self.keys.reserve(lines);
+            self.named.reserve(lines);
+            self.prev.reserve(lines);
+        }
+    }
+
     fn set(&mut self, i: usize, key: u64, named: u8) {
         // Lines come in order: each is most often the next.
         if self.keys.len() == i {
@@ -392,6 +403,7 @@ impl Lookback {
             Lookback::Remember(conns) => remember(conns, ev),
             Lookback::Blocks { block, .. } => {
                 if let Some(i) = ev.line.checked_sub(around.first_line) {
+                    block.sized(around);
                     block.event(i as usize, ev);
                 }
             }
@@ -402,6 +414,7 @@ impl Lookback {
     pub fn lean(&mut self, line: u64, text: &str, conn: ConnShape, around: &Around<'_>) {
         if let Lookback::Blocks { block, .. } = self {
             if let Some(i) = line.checked_sub(around.first_line) {
+                block.sized(around);
                 block.lean(i as usize, text, conn);
             }
         }

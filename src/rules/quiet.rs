@@ -98,10 +98,12 @@ impl Quiet {
 }
 
 /// A text literals are looked for in, its digits masked, with where in
-/// the line each of its bytes is (joins are not in it, and hold no digit).
+/// the line each of its pieces starts (joins are not in it, and hold no
+/// digit).
 pub(super) struct Masked {
     pub text: Vec<u8>,
-    at: Vec<Option<u32>>,
+    /// Where each piece starts in `text`, and in the line.
+    pieces: Vec<(u32, Option<u32>)>,
 }
 
 impl Masked {
@@ -109,15 +111,23 @@ impl Masked {
     pub fn of<'p>(line: &str, pieces: impl FnOnce(&mut dyn FnMut(&'p str))) -> Masked {
         let mut m = Masked {
             text: Vec::new(),
-            at: Vec::new(),
+            pieces: Vec::new(),
         };
         pieces(&mut |p: &str| {
-            let start = offset_in(line, p);
+            let start = offset_in(line, p).and_then(|s| u32::try_from(s).ok());
+            m.pieces.push((m.text.len() as u32, start));
             let masked = p.bytes().map(|b| if b.is_ascii_digit() { b'0' } else { b });
             m.text.extend(masked);
-            m.at.extend((0..p.len()).map(|i| start.map(|s| (s + i) as u32)));
         });
         m
+    }
+
+    /// Where in the line byte `i` of the text is, when it is in one.
+    fn at(&self, i: usize) -> Option<u32> {
+        let i = i as u32;
+        let p = self.pieces.partition_point(|(s, _)| *s <= i).checked_sub(1)?;
+        let (s, line) = self.pieces[p];
+        line.map(|l| l + (i - s))
     }
 }
 
@@ -135,10 +145,10 @@ impl Quiet {
             let p = found.pattern().as_usize();
             let (first, places) = &self.digit_places[p];
             let base = found.start() + first;
-            let at = m.at[base].filter(|s| {
+            let at = m.at(base).filter(|s| {
                 places
                     .iter()
-                    .all(|(rel, _)| m.at[base + *rel as usize] == Some(s + u32::from(*rel)))
+                    .all(|(rel, _)| m.at(base + *rel as usize) == Some(s + u32::from(*rel)))
             });
             (p, found, at)
         })
