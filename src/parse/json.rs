@@ -2,72 +2,20 @@
 //! any order, dotted keys flat or nested), the policy controller's, logrus
 //! JSON and the JSON access log.
 //!
-//! Zero-copy: serde_json checks the syntax and hands back each member's
-//! value as raw text borrowed from the line; strings are borrowed unless
+//! Zero-copy: [`json_scan`](super::json_scan) checks the syntax and hands
+//! back each member's value as raw text borrowed from the line; strings are borrowed unless
 //! they hold escapes, numbers and booleans are their JSON text. Only nested
 //! objects (a pipeline's re-nested dotted keys) and escaped strings allocate.
 
 use super::event::{Event, Level, Producer, Span, Str};
+use super::json_scan::{array, object as members, Members};
 use super::plain::uptime;
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-use serde_json::value::RawValue;
 use smallvec::SmallVec;
 use std::borrow::Cow;
-use std::fmt;
-
-/// An object's members in input order, values unparsed.
-struct Members<'a>(SmallVec<[(Str<'a>, &'a RawValue); 8]>);
-
-/// A key, borrowed unless it holds escapes.
-struct Key<'a>(Str<'a>);
-
-impl<'de> Deserialize<'de> for Key<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for Members<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
-                let mut out = SmallVec::new();
-                while let Some(Key(k)) = m.next_key()? {
-                    out.push((k, m.next_value()?));
-                }
-                Ok(Members(out))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-fn members(raw: &RawValue) -> Option<Members<'_>> {
-    serde_json::from_str(raw.get()).ok()
-}
 
 /// A scalar's text: a string's contents (decoded), or the JSON text of a
 /// number, boolean, null or array.
-fn scalar(raw: &RawValue) -> Str<'_> {
-    let t = raw.get();
+fn scalar(t: &str) -> Str<'_> {
     match t.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
         Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner),
         // A lone surrogate (`\ud800`) is valid JSON text but no string:
@@ -77,12 +25,12 @@ fn scalar(raw: &RawValue) -> Str<'_> {
     }
 }
 
-fn get<'a>(m: &Members<'a>, key: &str) -> Option<&'a RawValue> {
+fn get<'a>(m: &Members<'a>, key: &str) -> Option<&'a str> {
     m.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
 }
 
 pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
-    let obj: Members<'a> = serde_json::from_str(s).ok()?;
+    let obj = members(s)?;
     let has = |k: &str| get(&obj, k).is_some();
     if has("fields") || (has("target") && has("level")) {
         tracing_json(s, &obj, ev);
@@ -128,10 +76,8 @@ fn flatten<'a>(obj: &Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
 }
 
 /// The members of a value that is an object.
-fn nested<'a>(v: &'a RawValue) -> Option<Members<'a>> {
-    Some(v)
-        .filter(|v| v.get().starts_with('{'))
-        .and_then(members)
+fn nested(v: &str) -> Option<Members<'_>> {
+    Some(v).filter(|v| v.starts_with('{')).and_then(members)
 }
 
 /// The members of a nested object, under `prefix`. Iterative, with a stack
@@ -199,15 +145,8 @@ fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
     // objects is read in one pass; one holding anything else, member by
     // member (what is not an object is skipped).
     let Some(raw) = get(obj, "spans") else { return };
-    let spans: Vec<Members<'a>> = match serde_json::from_str(raw.get()) {
-        Ok(spans) => spans,
-        Err(_) => {
-            let items: SmallVec<[&RawValue; 12]> =
-                serde_json::from_str(raw.get()).unwrap_or_default();
-            items.into_iter().filter_map(members).collect()
-        }
-    };
-    for o in spans {
+    let items = array(raw).unwrap_or_default();
+    for o in items.into_iter().filter_map(members) {
         let mut span = Span {
             name: get(&o, "name").map(scalar).unwrap_or_default(),
             fields: SmallVec::new(),

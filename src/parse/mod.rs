@@ -9,6 +9,7 @@ pub mod event;
 pub mod fields;
 pub mod foreign;
 pub mod json;
+mod json_scan;
 pub mod kube;
 pub mod learnt;
 mod mask;
