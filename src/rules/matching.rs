@@ -193,7 +193,13 @@ impl Engine {
                     .match_kind(MatchKind::Standard);
                 Folded::new(&b, everything())
             },
-            || super::quiet::Quiet::new(everything()),
+            || {
+                // Quiet lines are a proxy's, never a reporter's words: the
+                // prose rules' literals are not looked for in them (a bare
+                // `431` is in every number of three digits or more).
+                let logged = |p: usize| p >= rule_patterns || !prose_only(&rules[pattern_rule[p]]);
+                super::quiet::Quiet::new(everything().enumerate().filter(|(p, _)| logged(*p)))
+            },
         );
         Engine {
             metrics: Program::new(&rules),
@@ -318,9 +324,7 @@ impl Engine {
         let r = &self.rules[ri];
         // A rule for a reporter's words reads prose events only: a line
         // without a head is a program's output, not what the reporter says.
-        let prose_only =
-            !r.components.is_empty() && r.components.iter().all(|c| *c == Component::Reporter);
-        if prose_only && !matches!(line, Line::Event(_)) {
+        if prose_only(r) && !matches!(line, Line::Event(_)) {
             return None;
         }
         // The line's structure first: it is cheaper to ask than its text.
@@ -459,7 +463,8 @@ impl Checks {
     /// each line of its shape? Then no line of the shape passes them.
     pub(super) fn fail_shape(&self, hay: &str) -> bool {
         (self.texts_without_digits && !self.texts(hay))
-            || (self.regex_without_digits && self.regex.as_ref().is_some_and(|rx| !rx.is_match(hay)))
+            || (self.regex_without_digits
+                && self.regex.as_ref().is_some_and(|rx| !rx.is_match(hay)))
             || (self.not_regex_without_digits
                 && self.not_regex.as_ref().is_some_and(|rx| rx.is_match(hay)))
     }
@@ -487,12 +492,16 @@ fn tells_digits(pattern: &str) -> bool {
         match h.kind() {
             HirKind::Empty | HirKind::Look(_) => false,
             HirKind::Literal(l) => l.0.iter().any(u8::is_ascii_digit),
-            HirKind::Class(Class::Unicode(c)) => some_not_all(
-                ('0'..='9').map(|d| c.ranges().iter().any(|r| (r.start()..=r.end()).contains(&d))),
-            ),
-            HirKind::Class(Class::Bytes(c)) => some_not_all(
-                (b'0'..=b'9').map(|d| c.ranges().iter().any(|r| (r.start()..=r.end()).contains(&d))),
-            ),
+            HirKind::Class(Class::Unicode(c)) => some_not_all(('0'..='9').map(|d| {
+                c.ranges()
+                    .iter()
+                    .any(|r| (r.start()..=r.end()).contains(&d))
+            })),
+            HirKind::Class(Class::Bytes(c)) => some_not_all((b'0'..=b'9').map(|d| {
+                c.ranges()
+                    .iter()
+                    .any(|r| (r.start()..=r.end()).contains(&d))
+            })),
             HirKind::Repetition(r) => walk(&r.sub),
             HirKind::Capture(c) => walk(&c.sub),
             HirKind::Concat(hs) | HirKind::Alternation(hs) => hs.iter().any(walk),
@@ -501,6 +510,11 @@ fn tells_digits(pattern: &str) -> bool {
     regex_syntax::Parser::new()
         .parse(pattern)
         .map_or(true, |h| walk(&h))
+}
+
+/// Is `r` a rule for a reporter's words alone?
+fn prose_only(r: &Rule) -> bool {
+    !r.components.is_empty() && r.components.iter().all(|c| *c == Component::Reporter)
 }
 
 /// The conditions of a rule on an event's structure.

@@ -67,12 +67,12 @@ fn masked(s: &str) -> String {
 }
 
 impl Quiet {
-    /// For `literals`: the rules' and the era cues' wording.
-    pub fn new<'a>(literals: impl Iterator<Item = &'a str>) -> Quiet {
+    /// For `literals`: the rules' and the era cues' wording that a quiet
+    /// line could hold, each with its pattern's number.
+    pub fn new<'a>(literals: impl Iterator<Item = (usize, &'a str)>) -> Quiet {
         static IDS: AtomicU64 = AtomicU64::new(1);
-        let (digits, words): (Vec<_>, Vec<_>) = literals
-            .enumerate()
-            .partition(|(_, l)| l.bytes().any(|b| b.is_ascii_digit()));
+        let (digits, words): (Vec<_>, Vec<_>) =
+            literals.partition(|(_, l)| l.bytes().any(|b| b.is_ascii_digit()));
         // Searched once per shape, not per line: automata quick to build
         // rather than quick to run.
         let build = |pats: Vec<String>| {
@@ -125,7 +125,10 @@ impl Masked {
     /// Where in the line byte `i` of the text is, when it is in one.
     fn at(&self, i: usize) -> Option<u32> {
         let i = i as u32;
-        let p = self.pieces.partition_point(|(s, _)| *s <= i).checked_sub(1)?;
+        let p = self
+            .pieces
+            .partition_point(|(s, _)| *s <= i)
+            .checked_sub(1)?;
         let (s, line) = self.pieces[p];
         line.map(|l| l + (i - s))
     }
