@@ -8,7 +8,7 @@
 //! objects (a pipeline's re-nested dotted keys) and escaped strings allocate.
 
 use super::event::{Event, Level, Producer, Span, Str};
-use super::json_scan::{array, object as members, Members};
+use super::json_scan::{object as members, objects, Members};
 use super::plain::uptime;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -141,12 +141,10 @@ fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
             }
         });
     }
-    // `span` (v2.124.2) repeats the last of `spans`: not read. An array of
-    // objects is read in one pass; one holding anything else, member by
-    // member (what is not an object is skipped).
+    // `span` (v2.124.2) repeats the last of `spans`: not read. The array is
+    // read in one pass; what is not an object is skipped.
     let Some(raw) = get(obj, "spans") else { return };
-    let items = array(raw).unwrap_or_default();
-    for o in items.into_iter().filter_map(members) {
+    for o in objects(raw).unwrap_or_default() {
         let mut span = Span {
             name: get(&o, "name").map(scalar).unwrap_or_default(),
             fields: SmallVec::new(),
