@@ -139,13 +139,11 @@ impl Engine {
         let rules = self.worded_rules(body);
         let masked = Masked::of(&ev.text, |each| literal_pieces(ev, each));
         let mut spots = Vec::new();
-        for (p, found, at) in self.quiet.spots(&masked) {
+        for (p, found, at) in self.quiet.spots(&masked, false) {
             let pattern = self.quiet.digit_of[p];
             // The edges' bytes are digits where the line's are: as much
             // word bytes.
-            if pattern < self.rule_patterns
-                && self.on_edges(pattern, &masked.text, found.start(), found.end())
-            {
+            if self.on_edges(pattern, &masked.text, found.start(), found.end()) {
                 spots.push((at?, u16::try_from(p).ok()?, self.pattern_rule[pattern]));
             }
         }

@@ -198,7 +198,8 @@ impl Engine {
                 // prose rules' literals are not looked for in them (a bare
                 // `431` is in every number of three digits or more).
                 let logged = |p: usize| p >= rule_patterns || !prose_only(&rules[pattern_rule[p]]);
-                super::quiet::Quiet::new(everything().enumerate().filter(|(p, _)| logged(*p)))
+                let literals = everything().enumerate().filter(|(p, _)| logged(*p));
+                super::quiet::Quiet::new(literals, rule_patterns)
             },
         );
         Engine {

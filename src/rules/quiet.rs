@@ -38,9 +38,12 @@ pub struct Quiet {
     /// The literals without a digit (in any case): a text without any
     /// holds none of them, whatever its digits.
     words: Folded,
-    /// The literals with a digit, their digits masked: a shape whose
-    /// masked text holds none has no line that holds one of them.
-    digits: Option<Folded>,
+    /// The literals with a digit, their digits masked, the rules' and then
+    /// the era cues' (each looked for in its own text): a shape whose masked
+    /// text holds none has no line that holds one of them.
+    digits: [Option<Folded>; 2],
+    /// How many of the literals with a digit are the rules'.
+    rules_digits: usize,
     /// The digits of each literal with a digit, in the same order: where
     /// the first is in the literal, then where each is from it and which.
     pub(super) digit_places: Vec<(usize, Vec<(u16, u8)>)>,
@@ -68,8 +71,12 @@ fn masked(s: &str) -> String {
 
 impl Quiet {
     /// For `literals`: the rules' and the era cues' wording that a quiet
-    /// line could hold, each with its pattern's number.
-    pub fn new<'a>(literals: impl Iterator<Item = (usize, &'a str)>) -> Quiet {
+    /// line could hold, each with its pattern's number (the rules' are
+    /// those below `rule_patterns`).
+    pub fn new<'a>(
+        literals: impl Iterator<Item = (usize, &'a str)>,
+        rule_patterns: usize,
+    ) -> Quiet {
         static IDS: AtomicU64 = AtomicU64::new(1);
         let (digits, words): (Vec<_>, Vec<_>) =
             literals.partition(|(_, l)| l.bytes().any(|b| b.is_ascii_digit()));
@@ -86,11 +93,16 @@ impl Quiet {
             let mut b = AhoCorasickBuilder::new();
             Folded::new(b.kind(Some(AhoCorasickKind::DFA)).prefilter(false), pats)
         };
+        let rules_digits = digits.partition_point(|(i, _)| *i < rule_patterns);
+        let (rules, eras) = digits.split_at(rules_digits);
+        let dfa = |ds: &[(usize, &str)]| {
+            (!ds.is_empty()).then(|| digits_dfa(ds.iter().map(|(_, d)| masked(d)).collect()))
+        };
         Quiet {
             id: IDS.fetch_add(1, Ordering::Relaxed),
             words: build(words.iter().map(|(_, w)| w.to_string()).collect()),
-            digits: (!digits.is_empty())
-                .then(|| digits_dfa(digits.iter().map(|(_, d)| masked(d)).collect())),
+            digits: [dfa(rules), dfa(eras)],
+            rules_digits,
             digit_places: digits.iter().map(|(_, d)| places(d)).collect(),
             digit_of: digits.iter().map(|(i, _)| *i).collect(),
         }
@@ -135,17 +147,21 @@ impl Masked {
 }
 
 impl Quiet {
-    /// Each place in `m` where a literal with a digit could be: which
-    /// literal, where in `m`, and where in the line its first digit is
-    /// (`None` when its digits are not as far apart in the line: a join or
-    /// a copy is between them).
+    /// Each place in `m` where a rule's literal with a digit (an era
+    /// cue's, with `era`) could be: which literal, where in `m`, and where
+    /// in the line its first digit is (`None` when its digits are not as
+    /// far apart in the line: a join or a copy is between them).
     pub(super) fn spots<'m>(
         &'m self,
         m: &'m Masked,
+        era: bool,
     ) -> impl Iterator<Item = (usize, aho_corasick::Match, Option<u32>)> + 'm {
-        let found = self.digits.as_ref().map(|d| d.overlapping(&m.text));
-        found.into_iter().flatten().map(|found| {
-            let p = found.pattern().as_usize();
+        let found = self.digits[usize::from(era)]
+            .as_ref()
+            .map(|d| d.overlapping(&m.text));
+        let first = if era { self.rules_digits } else { 0 };
+        found.into_iter().flatten().map(move |found| {
+            let p = first + found.pattern().as_usize();
             let (first, places) = &self.digit_places[p];
             let base = found.start() + first;
             let at = m.at(base).filter(|s| {
@@ -308,15 +324,12 @@ impl Engine {
             // three digits or more, and a JSON line is full of them.)
             let rules_text = Masked::of(line, |each| literal_pieces(ev, each));
             let era = Masked::of(line, |each| each(era_text(ev)));
-            let for_rules = q.spots(&rules_text).filter(|(p, found, _)| {
+            let for_rules = q.spots(&rules_text, false).filter(|(p, found, _)| {
                 let pattern = q.digit_of[*p];
-                pattern < self.rule_patterns
-                    && self.on_edges(pattern, &rules_text.text, found.start(), found.end())
+                self.on_edges(pattern, &rules_text.text, found.start(), found.end())
                     && self.may_match_shape(self.pattern_rule[pattern], ev, &full)
             });
-            let for_era = q
-                .spots(&era)
-                .filter(|(p, ..)| q.digit_of[*p] >= self.rule_patterns);
+            let for_era = q.spots(&era, true);
             for (p, _, at) in for_rules.chain(for_era) {
                 match (at, u16::try_from(p)) {
                     (Some(at), Ok(p)) => digits.push((at, p)),
@@ -481,5 +494,26 @@ mod tests {
         };
         assert!(facts(&e, &line("DEBUG")).quiet);
         assert!(!facts(&e, &line(" INFO")).quiet);
+    }
+
+    /// An era cue with a digit (a user's) is looked for in a quiet line's
+    /// era text, apart from the rules' literals: the line with it is read,
+    /// the same line with other digits is quiet.
+    #[test]
+    fn an_era_cue_with_a_digit_is_a_spot_of_its_own() {
+        let mut kb = crate::rules::load(&[]).unwrap();
+        kb.eras.push(crate::rules::schema::EraRule {
+            text: "pool size 7".into(),
+            since: Some("2.14".into()),
+            until: None,
+        });
+        let e = Engine::new(kb);
+        let line = |n: u8| {
+            format!("[     1.000431s] DEBUG ThreadId(01) outbound: linkerd_proxy_pool: pool size {n} ready")
+        };
+        let f = facts(&e, &line(9));
+        assert_eq!(f.digits.len(), 1);
+        assert!(f.quiet(line(9).as_bytes(), &e.quiet));
+        assert!(!f.quiet(line(7).as_bytes(), &e.quiet));
     }
 }
