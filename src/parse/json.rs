@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 /// A scalar's text: a string's contents (decoded), or the JSON text of a
 /// number, boolean, null or array.
-fn scalar(t: &str) -> Str<'_> {
+pub(super) fn scalar(t: &str) -> Str<'_> {
     match t.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
         Some(inner) if !inner.contains('\\') => Cow::Borrowed(inner),
         // A lone surrogate (`\ud800`) is valid JSON text but no string:

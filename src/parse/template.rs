@@ -9,8 +9,10 @@
 //! scanned again.
 //!
 //! The one test that reads digits themselves, a known crate root (`h2`)
-//! for a target without `::`, keeps a shape from being kept; so do quoted
-//! values with escapes, which are copied rather than sliced. A shape is
+//! for a target without `::`, keeps a shape from being kept; so do a
+//! plain line's quoted values with escapes, which are copied rather than
+//! sliced, and a JSON line's `\u` escapes. A JSON string with other
+//! escapes is decoded from its place in each line. A shape is
 //! looked up by its masked text (compared whole, not by hash), so the
 //! cache never changes what a line is read as, only how fast.
 
@@ -59,6 +61,14 @@ fn head(line: &str) -> Option<(Level, bool, &str)> {
 
 /// A byte range of the line (lines of shapes kept are under 64 KiB).
 type R = (u16, u16);
+
+fn at(line: &str, r: R) -> &str {
+    &line[r.0 as usize..r.1 as usize]
+}
+
+/// Where a value is: `true` when it is a JSON string with escapes, whose
+/// range holds its quotes and which each line decodes.
+type V = (R, bool);
 
 /// A map keyed by a hash or an id already: not hashed again.
 pub type ById<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
@@ -116,11 +126,11 @@ struct Shape {
     clock: Clock,
     /// Each span's name and how many of `span_fields` are its.
     spans: Vec<(R, u16)>,
-    span_fields: Vec<(R, R)>,
+    span_fields: Vec<(R, V)>,
     target: Option<R>,
     body: R,
-    message: Option<R>,
-    fields: Vec<(R, R)>,
+    message: Option<V>,
+    fields: Vec<(R, V)>,
     cut: bool,
     /// Where a JSON line's numbers of several integer digits start
     /// ([`leading_digits`]).
@@ -189,8 +199,8 @@ impl Shape {
             (clock, !rooted)
         } else {
             // A JSON line that `unwrap` and `normalize` leave whole (it
-            // ends with its brace), without escapes (whose hex digits are
-            // characters), and whose numbers are told apart from `012`.
+            // ends with its brace), without `\u` escapes (whose hex digits
+            // are characters), and whose numbers are told apart from `012`.
             if b.first() != Some(&b'{') || b.last() != Some(&b'}') {
                 return None;
             }
@@ -205,17 +215,30 @@ impl Shape {
                 (false, None) => Some(Clock::None),
             };
             leads = leading_digits(b);
-            (
-                clock,
-                tracing && memchr(b'\\', b).is_none() && leads.is_some(),
-            )
+            (clock, tracing && !unicode_escapes(b) && leads.is_some())
         };
         ev.component = super::component::of(ev);
         if !kept {
             return Some(None);
         }
-        let pair =
-            |(k, v): &(Cow<'_, str>, Cow<'_, str>)| Some((borrowed(line, k)?, borrowed(line, v)?));
+        // A JSON string with escapes is decoded, not sliced: its place is
+        // the one string of the line with escapes that decodes to it.
+        let escaped = if b.first() == Some(&b'{') {
+            escaped_strings(b)
+        } else {
+            Vec::new()
+        };
+        let value = |v: &Cow<'_, str>| match v {
+            Cow::Borrowed(s) => Some((range(line, s)?, false)),
+            Cow::Owned(s) => {
+                let mut places = escaped
+                    .iter()
+                    .filter(|r| super::json::scalar(at(line, **r)) == *s);
+                let place = places.next()?;
+                places.next().is_none().then_some((*place, true))
+            }
+        };
+        let pair = |(k, v): &(Cow<'_, str>, Cow<'_, str>)| Some((borrowed(line, k)?, value(v)?));
         let opt = |c: &Option<Cow<'_, str>>| match c {
             Some(c) => borrowed(line, c).map(Some),
             None => Some(None),
@@ -245,7 +268,10 @@ impl Shape {
                     .collect::<Option<_>>()?,
                 target: opt(&ev.target)?,
                 body: range(line, ev.body).unwrap_or((0, 0)),
-                message: opt(&ev.message)?,
+                message: match &ev.message {
+                    Some(m) => Some(value(m)?),
+                    None => None,
+                },
                 fields: ev.fields.iter().map(pair).collect::<Option<_>>()?,
                 cut: ev.cut,
                 leads: leads?,
@@ -262,7 +288,14 @@ impl Shape {
     }
 
     fn fill<'a>(&self, line: &'a str, ev: &mut Event<'a>) -> bool {
-        let at = |r: R| &line[r.0 as usize..r.1 as usize];
+        let at = |r: R| at(line, r);
+        let value = |(r, escaped): V| {
+            if escaped {
+                super::json::scalar(at(r))
+            } else {
+                Cow::Borrowed(at(r))
+            }
+        };
         ev.reset(self.producer, line);
         ev.level = self.level;
         ev.thread = self.thread.map(|r| Cow::Borrowed(at(r)));
@@ -280,17 +313,17 @@ impl Shape {
                 fields: fields
                     .by_ref()
                     .take(usize::from(*n))
-                    .map(|(k, v)| (Cow::Borrowed(at(*k)), Cow::Borrowed(at(*v))))
+                    .map(|(k, v)| (Cow::Borrowed(at(*k)), value(*v)))
                     .collect(),
             });
         }
         ev.target = self.target.map(|r| Cow::Borrowed(at(r)));
         ev.body = at(self.body);
-        ev.message = self.message.map(|r| Cow::Borrowed(at(r)));
+        ev.message = self.message.map(value);
         ev.fields.extend(
             self.fields
                 .iter()
-                .map(|(k, v)| (Cow::Borrowed(at(*k)), Cow::Borrowed(at(*v)))),
+                .map(|(k, v)| (Cow::Borrowed(at(*k)), value(*v))),
         );
         ev.cut = self.cut;
         // A JSON line's component turns on its target's crate root, which
@@ -341,17 +374,49 @@ fn json_uptime(line: &str) -> Option<R> {
     Some((u16::try_from(start).ok()?, u16::try_from(start + len).ok()?))
 }
 
+/// Does a JSON text hold a `\u` escape (or what looks like one)? Its hex
+/// digits are characters, which masking would take for numbers.
+fn unicode_escapes(b: &[u8]) -> bool {
+    memchr::memmem::find(b, b"\\u").is_some()
+}
+
+/// The strings of a JSON text that hold escapes, quotes included.
+fn escaped_strings(b: &[u8]) -> Vec<R> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(open) = memchr(b'"', &b[i..]).map(|o| i + o) {
+        let (mut j, mut escapes) = (open + 1, false);
+        while j < b.len() && b[j] != b'"' {
+            escapes |= b[j] == b'\\';
+            j += if b[j] == b'\\' { 2 } else { 1 };
+        }
+        let end = (j + 1).min(b.len());
+        if escapes {
+            if let (Ok(s), Ok(e)) = (u16::try_from(open), u16::try_from(end)) {
+                out.push((s, e));
+            }
+        }
+        i = end;
+    }
+    out
+}
+
 /// Where each number of a JSON text has an integer part of several digits,
 /// at its first: a line of the same masked text is JSON only where none of
 /// those is `0` (`012` is not a number; other digits never make a line
-/// more or less JSON). For a text without escapes: every quote opens or
-/// closes a string, and a digit outside strings is in a number.
+/// more or less JSON). A quote not escaped opens or closes a string, and a
+/// digit outside strings is in a number.
 fn leading_digits(b: &[u8]) -> Option<Vec<u16>> {
-    let mut in_string = false;
+    let (mut in_string, mut escape) = (false, false);
     let mut leads = Vec::new();
     for (i, c) in b.iter().enumerate() {
-        in_string ^= *c == b'"';
-        if in_string || !c.is_ascii_digit() || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        if in_string {
+            in_string = escape || *c != b'"';
+            escape = !escape && *c == b'\\';
+            continue;
+        }
+        in_string = *c == b'"';
+        if !c.is_ascii_digit() || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
             continue;
         }
         // Not a fraction's or an exponent's digits, nor the integer part's
@@ -476,10 +541,10 @@ pub fn read<'a>(line: &'a str, mut ev: &mut Event<'a>) -> bool {
 /// What a counting pass needs of a plain or JSON line whose shape is kept,
 /// through the cache: without its event when the shape was seen before.
 pub fn seen(line: &str) -> Option<Seen<'_>> {
-    // The shape of a JSON line with escapes is never kept: looking it up
-    // would parse it only to refuse it, and the tokenizer then parses it
-    // again (a twentieth of a gateway's JSON lines, and of the time).
-    if line.starts_with('{') && memchr(b'\\', line.as_bytes()).is_some() {
+    // The shape of a JSON line with `\u` escapes is never kept: looking it
+    // up would parse it only to refuse it, and the tokenizer then parses
+    // it again.
+    if line.starts_with('{') && unicode_escapes(line.as_bytes()) {
         return None;
     }
     with_shape(
@@ -537,6 +602,40 @@ mod tests {
             assert!(!read(&l, &mut Event::default()), "{l}");
             assert!(super::super::json::parse(&l, &mut Event::default()).is_none());
         }
+    }
+
+    /// JSON lines of one shape whose strings hold escapes (but `\u`) are
+    /// read through it, each decoding its own strings, as they read alone;
+    /// a string with escapes whose decoding another string of the line
+    /// shares is not given a place, nor is a `\u` escape's line kept.
+    #[test]
+    fn json_strings_with_escapes_read_through_their_shape() {
+        let line = |a: &str, b: &str, extra: &str| {
+            format!(
+                r#"{{"timestamp":"[     1.000000s]","level":"WARN","fields":{{"message":"Failed \"{a}\"\n","error":"x\\{b}\/"{extra}}},"target":"linkerd_app_core::errors","spans":[{{"name":"inbound"}},{{"client.addr":"10.0.0.{a}:{b}","name":"accept"}}],"threadId":"ThreadId(1)"}}"#
+            )
+        };
+        let alone = |l: &str| {
+            let mut ev = Event::default();
+            super::super::json::parse(l, &mut ev).unwrap();
+            ev.component = super::super::component::of(&ev);
+            format!("{ev:?}")
+        };
+        for (a, b) in [("1", "80"), ("7", "81"), ("9", "12"), ("7", "81")] {
+            let l = line(a, b, "");
+            let mut ev = Event::default();
+            assert!(read(&l, &mut ev), "{l}");
+            assert_ne!(ev.shape, 0, "{l}");
+            ev.shape = 0;
+            assert_eq!(format!("{ev:?}"), alone(&l), "{l}");
+            assert!(seen(&l).is_some(), "{l}");
+        }
+        let twice = line("3", "4", r#","again":"x\\4\/""#);
+        let mut ev = Event::default();
+        assert!(read(&twice, &mut ev));
+        assert_eq!(ev.shape, 0, "{twice}");
+        let unicode = line("3", "4", r#","u":"\u00e9""#);
+        assert!(seen(&unicode).is_none());
     }
 
     /// Lines of one shape read through the cache as they read alone.
