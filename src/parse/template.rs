@@ -223,7 +223,7 @@ impl Shape {
         }
         // A JSON string with escapes is decoded, not sliced: its place is
         // the one string of the line with escapes that decodes to it.
-        let escaped = if b.first() == Some(&b'{') {
+        let escaped = if b.first() == Some(&b'{') && memchr(b'\\', b).is_some() {
             escaped_strings(b)
         } else {
             Vec::new()
@@ -377,7 +377,8 @@ fn json_uptime(line: &str) -> Option<R> {
 /// Does a JSON text hold a `\u` escape (or what looks like one)? Its hex
 /// digits are characters, which masking would take for numbers.
 fn unicode_escapes(b: &[u8]) -> bool {
-    memchr::memmem::find(b, b"\\u").is_some()
+    // Most lines have no backslash: one quick search says so.
+    memchr(b'\\', b).is_some_and(|i| memchr::memmem::find(&b[i..], b"\\u").is_some())
 }
 
 /// The strings of a JSON text that hold escapes, quotes included.

@@ -337,13 +337,21 @@ impl Acc {
         let before = |a: &(String, u64)| a.0 == h.source && h.n < a.1;
         self.old = false;
         let seen = || ev.map(Seen::of).unwrap_or_default();
+        // The input's name is copied only when it changes: most lines
+        // are the last so far, of the same input.
+        let at = |a: &mut (String, u64)| {
+            if a.0 != h.source {
+                a.0 = h.source.to_string();
+            }
+            a.1 = h.n;
+        };
         if self.count == 0 || before(&self.first_at) {
             self.first = seen();
-            self.first_at = (h.source.to_string(), h.n);
+            at(&mut self.first_at);
         }
         if self.count == 0 || !before(&self.last_at) {
             self.last = seen();
-            self.last_at = (h.source.to_string(), h.n);
+            at(&mut self.last_at);
         }
         self.count += 1;
         self.check_warnings += u64::from(
@@ -380,17 +388,20 @@ impl Acc {
                 self.clients.insert(c.to_string());
             }
         }
-        let proxy = proxy_key(h.source, ev);
-        if self.proxies.len() < MAX_PROXIES && !self.proxies.contains(&proxy) {
-            self.proxies.insert(proxy);
+        if self.proxies.len() < MAX_PROXIES {
+            if ev.is_some_and(|e| e.wrapper.pod.is_some()) {
+                let proxy = proxy_key(h.source, ev);
+                if !self.proxies.contains(&proxy) {
+                    self.proxies.insert(proxy);
+                }
+            } else if !self.proxies.contains(h.source) {
+                self.proxies.insert(h.source.to_string());
+            }
         }
-        let mut conns: Vec<&str> = [TagKey::Client, TagKey::Peer]
-            .iter()
-            .filter_map(|k| ev.and_then(|e| tag_key(*k, e)))
-            .collect();
+        // In order, as the cap keeps the first.
+        let mut conns = [TagKey::Client, TagKey::Peer].map(|k| ev.and_then(|e| tag_key(k, e)));
         conns.sort_unstable();
-        conns.dedup();
-        for c in conns {
+        for c in conns.into_iter().flatten() {
             if self.conns.len() < MAX_PROXIES && !self.conns.contains(c) {
                 self.conns.insert(c.to_string());
             }
