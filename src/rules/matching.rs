@@ -597,3 +597,33 @@ pub(super) fn conditions_but_fields(r: &Rule, ev: &Event<'_>) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::tells_digits;
+
+    #[test]
+    fn a_regex_tells_digits_only_by_a_digit_or_a_class_of_some() {
+        for same in [
+            r"code: ",
+            r"\d+ more",
+            r"\S+:\d+",
+            r"[^\s:]+",
+            r"(?i)tls: bad",
+            r".*",
+            r"\bA\b",
+        ] {
+            assert!(!tells_digits(same), "{same}");
+        }
+        for tells in [
+            r"431",
+            r"[0-5]",
+            r"os error 1\b",
+            r"[a-f1]",
+            r"(?i)code: 110",
+            r"(?i)x509?",
+        ] {
+            assert!(tells_digits(tells), "{tells}");
+        }
+    }
+}

@@ -496,6 +496,16 @@ mod tests {
         assert!(!facts(&e, &line(" INFO")).quiet);
     }
 
+    /// An h2 GOAWAY's `error_code: ` holds a gRPC status rule's `code: `,
+    /// but that rule's regex, which reads no digit, fails for the line: it
+    /// keeps none of the shape's lines loud.
+    #[test]
+    fn a_regex_that_fails_for_a_shape_keeps_none_of_it_loud() {
+        let e = Engine::new(crate::rules::load(&[]).unwrap());
+        let line = "[     1.000431s] DEBUG ThreadId(01) inbound:accept{client.addr=10.0.0.1:40000}: h2::codec::framed_read: received frame=GoAway { error_code: NO_ERROR, last_stream_id: StreamId(0) }";
+        assert!(facts(&e, line).quiet);
+    }
+
     /// An era cue with a digit (a user's) is looked for in a quiet line's
     /// era text, apart from the rules' literals: the line with it is read,
     /// the same line with other digits is quiet.
