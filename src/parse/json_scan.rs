@@ -20,25 +20,10 @@ pub fn object(s: &str) -> Option<Members<'_>> {
     whole(s, Scan::members)
 }
 
-/// The items of the array `s` is, as raw text: `None` when `s` is not one
-/// JSON array.
-#[cfg(test)]
-pub fn array(s: &str) -> Option<SmallVec<[&str; 12]>> {
-    whole(s, |p| {
-        let mut out = SmallVec::new();
-        p.list(b'[', b']', |p| {
-            let start = p.i;
-            p.value()?;
-            out.push(&p.s[start..p.i]);
-            Some(())
-        })?;
-        Some(out)
-    })
-}
-
 /// The members of each item of the array `s` is that is an object whose
 /// keys are strings, in one pass: `None` when `s` is not one JSON array.
-/// (What [`array`] and [`object`] of each item would find.)
+/// (What reading it as an array and then each item as an [`object`]
+/// would find.)
 pub fn objects(s: &str) -> Option<SmallVec<[Members<'_>; 6]>> {
     whole(s, |p| {
         let mut out = SmallVec::new();
@@ -361,6 +346,21 @@ mod tests {
             }
             d.deserialize_map(V)
         }
+    }
+
+    /// The items of the array `s` is, as raw text: `None` when `s` is not one
+    /// JSON array.
+    fn array(s: &str) -> Option<SmallVec<[&str; 12]>> {
+        whole(s, |p| {
+            let mut out = SmallVec::new();
+            p.list(b'[', b']', |p| {
+                let start = p.i;
+                p.value()?;
+                out.push(&p.s[start..p.i]);
+                Some(())
+            })?;
+            Some(out)
+        })
     }
 
     fn ours(s: &str) -> Option<Vec<(String, String)>> {

@@ -340,9 +340,7 @@ impl Shape {
             level: self.level,
             thread: self.thread.is_some(),
             timestamp: matches!(self.clock, Clock::Wall(_)),
-            target: self
-                .target
-                .map_or("", |r| &line[r.0 as usize..r.1 as usize]),
+            target: self.target.map_or("", |r| at(line, r)),
             cut: self.cut,
             line,
         }
@@ -353,7 +351,7 @@ impl Clock {
     /// The uptime a line is read with: `None` when its clock does not read
     /// (the line is then not read through its shape).
     fn uptime(self, line: &str, thread: bool) -> Option<Option<f64>> {
-        let at = |r: R| &line[r.0 as usize..r.1 as usize];
+        let at = |r: R| at(line, r);
         Some(match self {
             Clock::Bracket { secs, frac } => {
                 let up = seconds(at(secs), at(frac))?;
