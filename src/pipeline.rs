@@ -10,7 +10,6 @@ use crate::parse::template::{self, Seen};
 use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
 use anyhow::Result;
-use memchr::memchr;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::Arc;
 use typed_arena::Arena;
@@ -101,26 +100,31 @@ impl Options {
 /// Tokenizes one block of whole lines into a fresh accumulator; lines in
 /// the lean shape that it takes are not tokenized.
 pub fn process_block<A: Accumulator>(source: &str, block: &[u8], first_line: u64, acc: A) -> A {
-    let ends: Vec<usize> = memchr::memchr_iter(b'\n', block).collect();
+    let mut ends = Vec::new();
+    let found = input::ends::push_newlines(block, 0, &mut ends);
     let around = Around {
         data: block,
         ends: &ends,
         first_line,
     };
-    process_lines(source, &around, acc)
+    process_lines(source, &around, found.esc, acc)
 }
 
-/// [`process_block`] of a block whose line ends are known.
-fn process_lines<A: Accumulator>(source: &str, around: &Around<'_>, mut acc: A) -> A {
+/// [`process_block`] of a block whose line ends, and whether it holds an
+/// escape byte, are known.
+fn process_lines<A: Accumulator>(
+    source: &str,
+    around: &Around<'_>,
+    escapes: bool,
+    mut acc: A,
+) -> A {
     let arena = Arena::new();
     let mut tok = Tokenizer::new(&arena);
     let block = around.data;
     // Most blocks are UTF-8 without escape bytes (colour codes): checked
     // once here, not line by line. Lean lines are looked for only in such a
     // block, whose lines `normalize` leaves as they are.
-    let clean = simdutf8::basic::from_utf8(block)
-        .ok()
-        .filter(|_| memchr(0x1b, block).is_none());
+    let clean = simdutf8::basic::from_utf8(block).ok().filter(|_| !escapes);
     let text = clean.filter(|_| acc.wants_lean());
     let emit = |acc: &mut A, r: &mut Record<'_>| acc.record_in(source, r, around);
     let (mut pos, mut n) = (0, around.first_line);
@@ -154,6 +158,8 @@ pub struct Text {
     pub ends: Vec<usize>,
     pub first_line: u64,
     pub cuts: Vec<Cut>,
+    /// It holds an escape byte ([`Blocks::escapes`](input::Blocks::escapes)).
+    pub escapes: bool,
 }
 
 impl Text {
@@ -171,7 +177,7 @@ impl Text {
         for c in &self.cuts {
             acc.cut(&self.source, *c);
         }
-        process_lines(&self.source, &self.around(), acc)
+        process_lines(&self.source, &self.around(), self.escapes, acc)
     }
 }
 
@@ -234,6 +240,7 @@ impl<'s> Reader<'s> {
                         source: self.name.clone(),
                         cuts: blocks.cuts().to_vec(),
                         ends: blocks.ends().to_vec(),
+                        escapes: blocks.escapes(),
                         data: buf,
                         first_line,
                     });

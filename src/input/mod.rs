@@ -5,7 +5,7 @@
 //! thread) are tokenized in parallel, and only the per-block results
 //! (accumulators, rendered output) outlive them.
 
-mod ends;
+pub mod ends;
 pub mod idle;
 mod twice;
 pub mod wrap;
@@ -290,6 +290,10 @@ pub struct Blocks<'s> {
     /// no later pass looks for them again.
     scanned_ends: Vec<usize>,
     block_ends: Vec<usize>,
+    /// Where the escape bytes scanned so far are (a coloured log's), and
+    /// whether the block `next_into` returned last holds one.
+    scanned_escapes: Vec<usize>,
+    block_escapes: bool,
     /// The number of the line being scanned, and its bytes dropped so far.
     read_line: u64,
     dropped: u64,
@@ -314,6 +318,8 @@ impl<'s> Blocks<'s> {
             block_cuts: Vec::new(),
             scanned_ends: Vec::new(),
             block_ends: Vec::new(),
+            scanned_escapes: Vec::new(),
+            block_escapes: false,
             read_line: 1,
             dropped: 0,
             error: None,
@@ -359,6 +365,11 @@ impl<'s> Blocks<'s> {
     /// offset of its `\n` (a last line without one ends at the block's end).
     pub fn ends(&self) -> &[usize] {
         &self.block_ends
+    }
+
+    /// Whether the block `next_into` returned last holds an escape byte.
+    pub fn escapes(&self) -> bool {
+        self.block_escapes
     }
 
     /// Fills `buf` with the next block and returns the number of its first
@@ -411,6 +422,12 @@ impl<'s> Blocks<'s> {
         self.block_ends.clear();
         self.block_ends.extend(self.scanned_ends.drain(..k));
         for e in &mut self.scanned_ends {
+            *e -= cut;
+        }
+        let k = self.scanned_escapes.partition_point(|e| *e < cut);
+        self.block_escapes = k > 0;
+        self.scanned_escapes.drain(..k);
+        for e in &mut self.scanned_escapes {
             *e -= cut;
         }
         self.scanned = self.scanned.saturating_sub(cut);
@@ -484,6 +501,7 @@ impl<'s> Blocks<'s> {
         }
         let len = buf.len();
         let (mut r, mut w) = (self.scanned, self.scanned);
+        let from = w;
         loop {
             let end = memchr2(b'\n', b'\r', &buf[r..]).map_or(len, |k| r + k);
             // A CR is a line end unless LF follows; at the end of what was
@@ -520,6 +538,12 @@ impl<'s> Blocks<'s> {
         buf.copy_within(r..len, w);
         buf.truncate(w + (len - r));
         self.scanned = w;
+        self.note_escapes(buf, from, w);
+    }
+
+    fn note_escapes(&mut self, buf: &[u8], from: usize, to: usize) {
+        let at = memchr::memchr_iter(0x1b, &buf[from..to]).map(|p| from + p);
+        self.scanned_escapes.extend(at);
     }
 
     /// `scan` where nothing changes: no CR, and no line past the maximum.
@@ -528,11 +552,15 @@ impl<'s> Blocks<'s> {
     /// done) otherwise.
     fn scan_plain(&mut self, buf: &[u8]) -> bool {
         let from = self.scanned;
-        if self.dropped > 0 || memchr::memchr(b'\r', &buf[from..]).is_some() {
+        if self.dropped > 0 {
             return false;
         }
         let known = self.scanned_ends.len();
-        ends::push_newlines(&buf[from..], from, &mut self.scanned_ends);
+        let found = ends::push_newlines(&buf[from..], from, &mut self.scanned_ends);
+        if found.cr {
+            self.scanned_ends.truncate(known);
+            return false;
+        }
         let mut start = self.line_start;
         for &e in &self.scanned_ends[known..] {
             if e - start > self.max_line {
@@ -547,6 +575,9 @@ impl<'s> Blocks<'s> {
         self.read_line += (self.scanned_ends.len() - known) as u64;
         self.line_start = start;
         self.scanned = buf.len();
+        if found.esc {
+            self.note_escapes(buf, from, buf.len());
+        }
         true
     }
 
@@ -604,5 +635,38 @@ mod tests {
         }
         assert!(longest > 200_000);
         assert_eq!(seen, 1002);
+    }
+
+    /// Which blocks hold an escape byte is told block by block, whether
+    /// the lines are read as they are or rewritten (CR line ends, lines
+    /// cut), and wherever in a block, or a block's carry, the byte is.
+    #[test]
+    fn blocks_tell_which_of_them_hold_an_escape_byte() {
+        for (end, max_line) in [
+            ("\n", DEFAULT_MAX_LINE),
+            ("\r\n", DEFAULT_MAX_LINE),
+            ("\n", 28),
+        ] {
+            let mut data = String::new();
+            for i in 0..3000 {
+                let colour = if [5, 1700, 2999].contains(&i) {
+                    "\x1b[31m"
+                } else {
+                    ""
+                };
+                data.push_str(&format!("[ {i}.000000s]  INFO x: {colour}line {i}{end}"));
+            }
+            let mut src = Source::from_reader("t", io::Cursor::new(data.into_bytes()));
+            let mut blocks = Blocks::new(&mut src, 4096).max_line(max_line);
+            let mut buf = Vec::new();
+            let (mut with, mut without) = (0, 0);
+            while blocks.next_into(&mut buf).unwrap().is_some() {
+                let holds = buf.contains(&0x1b);
+                assert_eq!(blocks.escapes(), holds, "{end:?} {max_line}");
+                *if holds { &mut with } else { &mut without } += 1;
+            }
+            assert_eq!(with, 3, "{end:?} {max_line}");
+            assert!(without > 10);
+        }
     }
 }

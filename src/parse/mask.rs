@@ -15,9 +15,17 @@ const K: u64 = 0x9e37_79b9_7f4a_7c15;
 /// The accumulator a hash starts from.
 const SEED: [u64; 4] = [K, K.rotate_left(32), K.rotate_left(16), K.rotate_left(48)];
 
+/// A masked line's hash, and whether it holds a backslash (a JSON
+/// line's escapes), which the same pass tells for next to nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Masked {
+    pub hash: u64,
+    pub backslash: bool,
+}
+
 /// Copies `line` into `out` with every ASCII digit made `0`; returns a
 /// hash of the copy.
-pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
+pub fn mask(line: &[u8], out: &mut Vec<u8>) -> Masked {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -74,7 +82,7 @@ fn finish(a: [u64; 4], len: usize) -> u64 {
 /// The word at a time way, which the vector ways must equal.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 mod words {
-    use super::{chunks, finish, Chunk, CHUNK, SEED};
+    use super::{chunks, finish, Chunk, Masked, CHUNK, SEED};
 
     fn mask_byte(b: u8) -> u8 {
         if b.is_ascii_digit() {
@@ -98,7 +106,7 @@ mod words {
         }
     }
 
-    pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
+    pub fn mask(line: &[u8], out: &mut Vec<u8>) -> Masked {
         out.clear();
         out.extend(line.iter().map(|b| mask_byte(*b)));
         let mut a = SEED;
@@ -110,7 +118,10 @@ mod words {
             c[..out.len()].copy_from_slice(out);
             step(&mut a, &c);
         }
-        finish(a, line.len())
+        Masked {
+            hash: finish(a, line.len()),
+            backslash: line.contains(&b'\\'),
+        }
     }
 
     #[cfg(all(test, target_arch = "x86_64"))]
@@ -135,12 +146,13 @@ mod words {
                     let line: Vec<u8> = (0..len)
                         .map(|_| match next() % 3 {
                             0 => b'0' + (next() % 10) as u8,
-                            1 => [b'/', b':', b' ', b'a'][(next() % 4) as usize],
+                            1 => [b'/', b':', b' ', b'a', b'\\'][(next() % 5) as usize],
                             _ => next() as u8,
                         })
                         .collect();
                     let mut want = Vec::new();
                     let hash = super::mask(&line, &mut want);
+                    assert_eq!(hash.backslash, line.contains(&b'\\'));
                     let mut got = vec![7; 3];
                     // SAFETY: every x86_64 processor has SSE2.
                     assert_eq!(unsafe { vector::mask_sse2(&line, &mut got) }, hash);
@@ -159,7 +171,7 @@ mod words {
 
 #[cfg(target_arch = "x86_64")]
 mod vector {
-    use super::{chunks, finish, Chunk, CHUNK, SEED};
+    use super::{chunks, finish, Chunk, Masked, CHUNK, SEED};
     use std::arch::x86_64::*;
 
     /// Sixteen bytes `v` masked, and the accumulator's pair of words `a`
@@ -214,9 +226,10 @@ mod vector {
     /// # Safety
     /// The processor has SSE2 (every x86_64 does).
     #[target_feature(enable = "sse2")]
-    pub unsafe fn mask_sse2(line: &[u8], out: &mut Vec<u8>) -> u64 {
+    pub unsafe fn mask_sse2(line: &[u8], out: &mut Vec<u8>) -> Masked {
         let mut lo = _mm_set_epi64x(SEED[1] as i64, SEED[0] as i64);
         let mut hi = _mm_set_epi64x(SEED[3] as i64, SEED[2] as i64);
+        let (bs, mut seen) = (_mm_set1_epi8(b'\\' as i8), _mm_setzero_si128());
         // SAFETY: `each_chunk` passes 32 bytes to read and to write.
         each_chunk(line, out, |src, dst| unsafe {
             let (a, m) = step_sse2(lo, _mm_loadu_si128(src.cast()));
@@ -224,6 +237,8 @@ mod vector {
             let (b, n) = step_sse2(hi, _mm_loadu_si128(src.add(16).cast()));
             _mm_storeu_si128(dst.add(16).cast(), n);
             (lo, hi) = (a, b);
+            let either = _mm_or_si128(_mm_cmpeq_epi8(m, bs), _mm_cmpeq_epi8(n, bs));
+            seen = _mm_or_si128(seen, either);
         });
         let word = |v: __m128i, high: bool| {
             let v = if high { _mm_unpackhi_epi64(v, v) } else { v };
@@ -235,24 +250,32 @@ mod vector {
             word(hi, false),
             word(hi, true),
         ];
-        finish(a, line.len())
+        Masked {
+            hash: finish(a, line.len()),
+            backslash: _mm_movemask_epi8(seen) != 0,
+        }
     }
 
     /// # Safety
     /// The processor has AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn mask_avx2(line: &[u8], out: &mut Vec<u8>) -> u64 {
+    pub unsafe fn mask_avx2(line: &[u8], out: &mut Vec<u8>) -> Masked {
         let s = SEED.map(|w| w as i64);
         let mut acc = _mm256_set_epi64x(s[3], s[2], s[1], s[0]);
+        let (bs, mut seen) = (_mm256_set1_epi8(b'\\' as i8), _mm256_setzero_si256());
         // SAFETY: `each_chunk` passes 32 bytes to read and to write.
         each_chunk(line, out, |src, dst| unsafe {
             let (a, m) = step_avx2(acc, _mm256_loadu_si256(src.cast()));
             _mm256_storeu_si256(dst.cast(), m);
             acc = a;
+            seen = _mm256_or_si256(seen, _mm256_cmpeq_epi8(m, bs));
         });
         let mut a = [0u64; 4];
         // SAFETY: an unaligned store of 32 bytes into `a`.
         unsafe { _mm256_storeu_si256(a.as_mut_ptr().cast(), acc) };
-        finish(a, line.len())
+        Masked {
+            hash: finish(a, line.len()),
+            backslash: _mm256_movemask_epi8(seen) != 0,
+        }
     }
 }

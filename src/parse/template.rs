@@ -481,6 +481,7 @@ impl<'a> Scratch<'a> for Option<Event<'a>> {
 /// `None` when the line is not one a shape can be kept for.
 fn with_shape<'a, T, E: Scratch<'a>>(
     line: &'a str,
+    refuse_unicode_escapes: bool,
     ev: &mut E,
     hit: impl FnOnce(&Shape, &mut E) -> T,
     miss: impl FnOnce(Option<&Shape>, &mut E) -> T,
@@ -492,7 +493,15 @@ fn with_shape<'a, T, E: Scratch<'a>>(
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = &mut *c;
-        let h = mask(line.as_bytes(), &mut c.masked);
+        let m = mask(line.as_bytes(), &mut c.masked);
+        // The shape of a JSON line with `\u` escapes is never kept: a
+        // counting pass would look it up only to refuse it, and the
+        // tokenizer then parse it again.
+        let json = line.starts_with('{');
+        if refuse_unicode_escapes && json && m.backslash && unicode_escapes(line.as_bytes()) {
+            return None;
+        }
+        let h = m.hash;
         if let Some(s) = c.young.get(&h).filter(|s| *s.key == c.masked[..]) {
             return s.reads(line).then(|| hit(s, ev));
         }
@@ -534,20 +543,15 @@ pub fn read<'a>(line: &'a str, mut ev: &mut Event<'a>) -> bool {
         ev.shape = s.map_or(0, |s| s.id);
         true
     };
-    with_shape(line, &mut ev, hit, miss).unwrap_or(false)
+    with_shape(line, false, &mut ev, hit, miss).unwrap_or(false)
 }
 
 /// What a counting pass needs of a plain or JSON line whose shape is kept,
 /// through the cache: without its event when the shape was seen before.
 pub fn seen(line: &str) -> Option<Seen<'_>> {
-    // The shape of a JSON line with `\u` escapes is never kept: looking it
-    // up would parse it only to refuse it, and the tokenizer then parses
-    // it again.
-    if line.starts_with('{') && unicode_escapes(line.as_bytes()) {
-        return None;
-    }
     with_shape(
         line,
+        true,
         &mut None,
         |s, _| Some(s.seen(line)),
         |s, _| s.map(|s| s.seen(line)),
