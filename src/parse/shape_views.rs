@@ -26,10 +26,9 @@ pub(super) enum View {
 
 const VIEWS: usize = 7;
 
-/// Shapes kept per thread before starting over: those that make up most
-/// lines ([`template`](super::template)), in well under a MiB; seven
-/// eighths of a power of two, as its generations.
-const MAX_SHAPES: usize = 7168;
+/// Shapes kept per thread before starting over: as many as the two
+/// generations of [`template`](super::template)'s cache, in about a MiB.
+const MAX_SHAPES: usize = 14336;
 
 #[derive(Clone, Copy, Default)]
 enum Place {
