@@ -34,91 +34,123 @@ pub fn push_newlines(hay: &[u8], base: usize, out: &mut Vec<usize>) -> Found {
     }
 }
 
-/// Appends the positions of the bits set in `mask`, each plus `at`.
-#[inline(always)]
-fn push_bits(mut mask: u64, at: usize, out: &mut Vec<usize>) {
-    while mask != 0 {
-        out.push(at + mask.trailing_zeros() as usize);
-        mask &= mask - 1;
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod vector {
-    use super::{push_bits, Found};
+    use super::Found;
     use std::arch::x86_64::*;
 
     const CHUNK: usize = 64;
 
-    /// The newlines of `hay`'s whole 64-byte chunks, as [`push_newlines`]
-    /// (super::push_newlines); returns how many bytes that read, and what
-    /// else they hold.
+    /// Chunks read between two checks that `out` has room: the line ends
+    /// are written without a check each, and the loop makes no call, so
+    /// that nothing it holds in vector registers is saved around one.
+    const ROUND: usize = 16;
+
+    /// What one chunk holds: its newlines as a bit mask, and whether it
+    /// holds a CR and an escape byte (non-zero when it does).
+    struct Chunk {
+        newlines: u64,
+        cr: u32,
+        esc: u32,
+    }
+
+    /// The newlines of `hay`'s whole chunks, each read by `read`, as
+    /// [`push_newlines`](super::push_newlines); returns how many bytes
+    /// that read, and what else they hold.
+    #[inline(always)]
+    fn whole_chunks(
+        hay: &[u8],
+        base: usize,
+        out: &mut Vec<usize>,
+        read: impl Fn(*const u8) -> Chunk,
+    ) -> (usize, Found) {
+        let (mut cr, mut esc) = (0, 0);
+        let mut i = 0;
+        while i + CHUNK <= hay.len() {
+            let n = ((hay.len() - i) / CHUNK).min(ROUND);
+            out.reserve(n * CHUNK);
+            let (dst, mut len) = (out.as_mut_ptr(), out.len());
+            for _ in 0..n {
+                // SAFETY: the chunk from `i` is in `hay`.
+                let c = read(unsafe { hay.as_ptr().add(i) });
+                (cr, esc) = (cr | c.cr, esc | c.esc);
+                let mut bits = c.newlines;
+                while bits != 0 {
+                    // SAFETY: `n` chunks of at most 64 line ends each
+                    // were made room for.
+                    unsafe {
+                        dst.add(len)
+                            .write(base + i + bits.trailing_zeros() as usize)
+                    };
+                    len += 1;
+                    bits &= bits - 1;
+                }
+                i += CHUNK;
+            }
+            // SAFETY: the line ends up to `len` were written.
+            unsafe { out.set_len(len) };
+        }
+        let found = Found {
+            cr: cr != 0,
+            esc: esc != 0,
+        };
+        (i, found)
+    }
+
+    /// [`whole_chunks`] 32 bytes at a time.
     #[target_feature(enable = "avx2")]
     pub unsafe fn whole_chunks_avx2(
         hay: &[u8],
         base: usize,
         out: &mut Vec<usize>,
     ) -> (usize, Found) {
-        let nl = _mm256_set1_epi8(b'\n' as i8);
-        let (cr, esc) = (_mm256_set1_epi8(b'\r' as i8), _mm256_set1_epi8(0x1b));
-        // Kept in general registers, and the chunk read before its line
-        // ends are pushed: a vector register would be saved around every
-        // push.
-        let (mut crs, mut escs) = (0u32, 0u32);
-        let mut i = 0;
-        while i + CHUNK <= hay.len() {
-            // SAFETY: the 64 bytes from `i` are in `hay`.
-            let (a, b) = unsafe {
-                let p = hay.as_ptr().add(i);
-                (
-                    _mm256_loadu_si256(p.cast()),
-                    _mm256_loadu_si256(p.add(32).cast()),
-                )
+        // SAFETY (each call): the 64 bytes from `p` are in `hay`.
+        whole_chunks(hay, base, out, |p| unsafe {
+            let (a, b) = (
+                _mm256_loadu_si256(p.cast()),
+                _mm256_loadu_si256(p.add(32).cast()),
+            );
+            let both = |byte: u8| {
+                let v = _mm256_set1_epi8(byte as i8);
+                (_mm256_cmpeq_epi8(a, v), _mm256_cmpeq_epi8(b, v))
             };
-            let lo = _mm256_movemask_epi8(_mm256_cmpeq_epi8(a, nl)) as u32;
-            let hi = _mm256_movemask_epi8(_mm256_cmpeq_epi8(b, nl)) as u32;
-            let either = |v| _mm256_or_si256(_mm256_cmpeq_epi8(a, v), _mm256_cmpeq_epi8(b, v));
-            crs |= _mm256_movemask_epi8(either(cr)) as u32;
-            escs |= _mm256_movemask_epi8(either(esc)) as u32;
-            push_bits(u64::from(lo) | (u64::from(hi) << 32), base + i, out);
-            i += CHUNK;
-        }
-        let found = Found {
-            cr: crs != 0,
-            esc: escs != 0,
-        };
-        (i, found)
+            let either = |(x, y)| _mm256_movemask_epi8(_mm256_or_si256(x, y)) as u32;
+            let (lo, hi) = both(b'\n');
+            let (lo, hi) = (
+                _mm256_movemask_epi8(lo) as u32,
+                _mm256_movemask_epi8(hi) as u32,
+            );
+            Chunk {
+                newlines: u64::from(lo) | (u64::from(hi) << 32),
+                cr: either(both(b'\r')),
+                esc: either(both(0x1b)),
+            }
+        })
     }
 
-    /// [`whole_chunks_avx2`] with SSE2.
+    /// [`whole_chunks`] 16 bytes at a time.
     #[target_feature(enable = "sse2")]
     pub unsafe fn whole_chunks_sse2(
         hay: &[u8],
         base: usize,
         out: &mut Vec<usize>,
     ) -> (usize, Found) {
-        let nl = _mm_set1_epi8(b'\n' as i8);
-        let (cr, esc) = (_mm_set1_epi8(b'\r' as i8), _mm_set1_epi8(0x1b));
-        let (mut crs, mut escs) = (0u32, 0u32);
-        let mut i = 0;
-        while i + CHUNK <= hay.len() {
-            let mut mask = 0u64;
+        whole_chunks(hay, base, out, |p| {
+            let mut c = Chunk {
+                newlines: 0,
+                cr: 0,
+                esc: 0,
+            };
             for q in 0..4 {
-                // SAFETY: the 64 bytes from `i` are in `hay`.
-                let v = unsafe { _mm_loadu_si128(hay.as_ptr().add(i + 16 * q).cast()) };
-                let m = _mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) as u16;
-                mask |= u64::from(m) << (16 * q);
-                crs |= _mm_movemask_epi8(_mm_cmpeq_epi8(v, cr)) as u32;
-                escs |= _mm_movemask_epi8(_mm_cmpeq_epi8(v, esc)) as u32;
+                // SAFETY: the 64 bytes from `p` are in `hay`.
+                let v = unsafe { _mm_loadu_si128(p.add(16 * q).cast()) };
+                let is = |byte: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(byte as i8)));
+                c.newlines |= u64::from(is(b'\n') as u16) << (16 * q);
+                c.cr |= is(b'\r') as u32;
+                c.esc |= is(0x1b) as u32;
             }
-            push_bits(mask, base + i, out);
-            i += CHUNK;
-        }
-        let found = Found {
-            cr: crs != 0,
-            esc: escs != 0,
-        };
-        (i, found)
+            c
+        })
     }
 }
 
@@ -132,13 +164,14 @@ mod tests {
     }
 
     proptest! {
-        /// Every newline, in order, whatever the length, the offset in the
-        /// chunks, and how dense the newlines are; and whether a CR or an
+        /// Every newline, in order, whatever the length (over several
+        /// rounds of chunks), the offset in the chunks, and how dense the
+        /// newlines are; and whether a CR or an
         /// escape byte is anywhere in it, in a chunk or after the last.
         #[test]
         fn finds_what_memchr_finds(
             hay in prop::collection::vec(
-                prop_oneof![Just(b'\n'), 0x20u8..0x7f, 0x80u8..=0xff], 0..400),
+                prop_oneof![Just(b'\n'), 0x20u8..0x7f, 0x80u8..=0xff], 0..1500),
             cr in prop::option::of(any::<prop::sample::Index>()),
             esc in prop::option::of(any::<prop::sample::Index>()),
             skip in 0usize..64,
@@ -164,10 +197,20 @@ mod tests {
         }
     }
 
+    /// A newline in every byte, over rounds of chunks: as many line ends
+    /// as room was made for.
+    #[test]
+    fn a_buffer_of_newlines_only() {
+        let hay = vec![b'\n'; 64 * 40 + 5];
+        let mut out = Vec::new();
+        push_newlines(&hay, 3, &mut out);
+        assert_eq!(out, (3..hay.len() + 3).collect::<Vec<_>>());
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn sse2_and_avx2_find_the_same() {
-        let hay: Vec<u8> = (0..1000u32)
+        let hay: Vec<u8> = (0..3000u32)
             .map(|i| {
                 if i % 7 == 0 || i % 61 == 3 {
                     b'\n'
@@ -185,8 +228,8 @@ mod tests {
             cr: false,
             esc: true,
         };
-        assert_eq!((n, found), (960, esc));
-        assert_eq!(sse2, by_memchr(&hay[..960], 5));
+        assert_eq!((n, found), (2944, esc));
+        assert_eq!(sse2, by_memchr(&hay[..2944], 5));
         if std::arch::is_x86_feature_detected!("avx2") {
             let mut avx2 = Vec::new();
             // SAFETY: the processor has AVX2.
