@@ -44,7 +44,7 @@ const GENERATION: usize = 7168;
 /// line whose shape the threads share: a log of long lines each of its
 /// own shape (20 KB each) would otherwise keep a generation's count of
 /// them. A gateway's lines are under a KiB.
-const GENERATION_BYTES: usize = 4 << 20;
+const GENERATION_BYTES: usize = 2 << 20;
 const SHARED_LINE: usize = 2048;
 
 /// The level, whether a thread is named, and the text after them.
