@@ -166,8 +166,8 @@ mod tests {
     proptest! {
         /// Every newline, in order, whatever the length (over several
         /// rounds of chunks), the offset in the chunks, and how dense the
-        /// newlines are; and whether a CR or an
-        /// escape byte is anywhere in it, in a chunk or after the last.
+        /// newlines are; and whether a CR or an escape byte is anywhere
+        /// in it, in a chunk or after the last.
         #[test]
         fn finds_what_memchr_finds(
             hay in prop::collection::vec(
