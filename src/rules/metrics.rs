@@ -5,7 +5,6 @@
 //! once the input is read, a rule's conditions are checked per group on the
 //! latest snapshot of each pod, and against the first one for what grew.
 
-use super::conns::Fnv;
 use super::correlation::Acc;
 use super::expr::{Agg, Cond, Env};
 use super::finding::{Evidence, Values};
@@ -15,7 +14,6 @@ use super::{MetricRule, Rule, Series, Subject};
 use crate::parse::typed::{port_of, Direction};
 use crate::parse::Event;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::BuildHasherDefault;
 
 /// Sample lines kept as evidence per series and group.
 const LINES_PER_SERIES: usize = 3;
@@ -67,13 +65,11 @@ struct Compiled {
     series: Vec<Series>,
 }
 
-type Fixed = BuildHasherDefault<Fnv>;
-
 /// The metric rules of an engine, indexed by sample name.
 #[derive(Default)]
 pub struct Program {
     rules: Vec<Compiled>,
-    by_name: HashMap<String, Vec<(u16, u16)>, Fixed>,
+    by_name: HashMap<String, Vec<(u16, u16)>, rustc_hash::FxBuildHasher>,
 }
 
 impl Program {
