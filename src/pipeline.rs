@@ -10,7 +10,7 @@ use crate::parse::template::{self, Seen};
 use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
 use anyhow::Result;
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use typed_arena::Arena;
 
@@ -281,73 +281,50 @@ where
         }
         return Ok(());
     }
-    type Job<A> = (Arc<Text>, A, SyncSender<(Arc<Text>, A)>);
-    let (job_tx, job_rx) = mpsc::sync_channel::<Job<A>>(threads);
-    let job_rx = std::sync::Mutex::new(job_rx);
+    let (turns, order_rx, spare_tx) = Turns::new(reader, threads);
+    // Accumulators are made (and, after `consume`, dropped) on this
+    // thread: their buffers then come from and return to one malloc arena
+    // instead of piling up in each worker's.
+    let (acc_tx, acc_rx) = mpsc::channel::<A>();
+    let acc_rx = std::sync::Mutex::new(acc_rx);
     std::thread::scope(|s| -> Result<()> {
-        // Reading runs ahead on a thread of its own, so that merging and
-        // reading, both on one thread, never keep the workers waiting.
-        let (text_tx, text_rx) = mpsc::sync_channel::<Text>(threads);
-        let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
-        spawn(s, "lpa-reader".into(), move || {
-            while let Some(t) = reader.next(spare_rx.try_recv().unwrap_or_default()) {
-                if text_tx.send(t).is_err() {
-                    return;
-                }
-            }
-        })?;
         for i in 0..threads {
-            let job_rx = &job_rx;
+            let (turns, acc_rx) = (&turns, &acc_rx);
             spawn(s, format!("lpa-block-{i}"), move || loop {
-                let job = job_rx.lock().map(|rx| rx.recv());
-                let Ok(Ok((text, acc, done))) = job else {
+                let Ok(Ok(acc)) = acc_rx.lock().map(|rx| rx.recv()) else {
                     return;
                 };
+                let Some((text, tx)) = turns.next(1) else {
+                    return;
+                };
+                let text = Arc::new(text);
                 let mut acc = text.process(acc);
                 acc.end_block(&text);
-                if done.send((text, acc)).is_err() {
+                if tx.send((text, acc)).is_err() {
                     return;
                 }
             })?;
         }
-        // Blocks in flight, oldest first, two per worker: while the oldest
-        // is merged, each worker has the next block queued and never waits
-        // for the merge (explain of 256 MB, 2 threads: 0.72 -> 0.64 s); peak
-        // RSS on 1 GiB is unchanged.
-        let mut window = std::collections::VecDeque::with_capacity(2 * threads);
-        let result = loop {
-            while window.len() < 2 * threads {
-                let Ok(t) = text_rx.recv() else {
-                    break;
-                };
-                // Accumulators are made (and, after `consume`, dropped) on
-                // this thread: their buffers then come from and return to
-                // one malloc arena instead of piling up in each worker's.
-                let (tx, rx) = mpsc::sync_channel(1);
-                if job_tx.send((Arc::new(t), make(), tx)).is_err() {
-                    break;
-                }
-                window.push_back(rx);
+        // Two accumulators per worker: while the oldest block is merged,
+        // each worker has the next one to fill.
+        let result = (|| {
+            for _ in 0..2 * threads {
+                let _ = acc_tx.send(make());
             }
-            let Some(rx) = window.pop_front() else {
-                break Ok(());
-            };
-            let Ok((text, acc)) = rx.recv() else {
-                break Err(anyhow::anyhow!("a worker thread stopped"));
-            };
-            match done(text, acc) {
-                Ok(Some(buf)) => {
+            for rx in order_rx {
+                let Ok((text, acc)) = rx.recv() else {
+                    return Err(anyhow::anyhow!("a worker thread stopped"));
+                };
+                if let Some(buf) = done(text, acc)? {
                     let _ = spare_tx.send(buf);
                 }
-                Ok(None) => {}
-                Err(e) => break Err(e),
+                let _ = acc_tx.send(make());
             }
-        };
-        // Workers and the reader stop when their channels close; on an
-        // error, what is in flight is dropped.
-        drop(job_tx);
-        drop(window);
-        drop(text_rx);
+            Ok(())
+        })();
+        // Workers stop when their channels close; on an error, what is in
+        // flight is dropped.
+        drop(acc_tx);
         result
     })
 }
@@ -409,43 +386,26 @@ where
     W: FnMut(&[u8]) -> Result<()>,
 {
     let threads = opts.threads.max(1);
-    let mut reader = Reader::new(sources, opts);
-    // Each block's chunk receiver, in input order: the writer drains one
-    // after the other. Bounded, so the reader waits when it runs ahead.
-    let (order_tx, order_rx) = mpsc::sync_channel::<Receiver<Vec<u8>>>(threads);
-    let (job_tx, job_rx) = mpsc::sync_channel::<(Text, SyncSender<Vec<u8>>)>(threads);
-    let job_rx = std::sync::Mutex::new(job_rx);
-    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
+    let (turns, order_rx, spare_tx) = Turns::new(Reader::new(sources, opts), threads);
     std::thread::scope(|s| -> Result<()> {
-        spawn(s, "lpa-reader".into(), move || {
-            while let Some(block) = reader.next(spare_rx.try_recv().unwrap_or_default()) {
-                let (tx, rx) = mpsc::sync_channel(CHUNKS_QUEUED);
-                // Either fails only when the writer has stopped.
-                if order_tx.send(rx).is_err() || job_tx.send((block, tx)).is_err() {
-                    return;
-                }
-            }
-        })?;
         for i in 0..threads {
-            let (job_rx, spare_tx, make) = (&job_rx, spare_tx.clone(), &make);
-            spawn(s, format!("lpa-render-{i}"), move || loop {
-                // Jobs are taken in input order, so the block the writer
-                // waits for is always being rendered, never queued
-                // behind blocks whose output waits for it.
-                let job = job_rx.lock().map(|rx| rx.recv());
-                let Ok(Ok((block, tx))) = job else { return };
-                let chunks = Chunks {
-                    buf: Vec::with_capacity(CHUNK + (CHUNK >> 2)),
-                    tx: Some(tx),
-                };
-                let mut acc = block.process(make(chunks));
-                acc.output().send();
-                drop(acc);
-                let _ = spare_tx.send(block.data);
+            let (turns, spare_tx, make) = (&turns, spare_tx.clone(), &make);
+            spawn(s, format!("lpa-render-{i}"), move || {
+                while let Some((block, tx)) = turns.next(CHUNKS_QUEUED) {
+                    let chunks = Chunks {
+                        buf: Vec::with_capacity(CHUNK + (CHUNK >> 2)),
+                        tx: Some(tx),
+                    };
+                    let mut acc = block.process(make(chunks));
+                    acc.output().send();
+                    drop(acc);
+                    let _ = spare_tx.send(block.data);
+                }
             })?;
         }
         drop(spare_tx);
-        // On an error the receivers are dropped, which stops the others.
+        // Each block's chunks, in input order. On an error the receivers
+        // are dropped, which stops the workers.
         for rx in order_rx {
             for chunk in rx {
                 if !chunk.is_empty() {
@@ -455,6 +415,50 @@ where
         }
         Ok(())
     })
+}
+
+/// The input's blocks, read by the workers in turn, each then processing
+/// the block it read: its bytes land in the cache of the core that reads
+/// them all again (read on a thread of its own and processed on another
+/// core, a block's first pass over its bytes took 2.8 times as long, and
+/// explain of a 1 GiB log 10 % more time). As it reads, a worker sends the
+/// consumer where its block's result will come, so results are taken in
+/// input order; that channel's bound, a block per worker, keeps the blocks
+/// in flight to about two per worker.
+struct Turns<'s, T> {
+    /// The sender is dropped by the worker that finds no block left, which
+    /// ends the consumer's loop.
+    reading: std::sync::Mutex<(Reader<'s>, Option<SyncSender<Receiver<T>>>)>,
+    /// Buffers of blocks done with, to read into again.
+    spare: std::sync::Mutex<Receiver<Vec<u8>>>,
+}
+
+impl<'s, T> Turns<'s, T> {
+    fn new(reader: Reader<'s>, threads: usize) -> (Self, Receiver<Receiver<T>>, Sender<Vec<u8>>) {
+        let (order_tx, order_rx) = mpsc::sync_channel(threads);
+        let (spare_tx, spare_rx) = mpsc::channel();
+        let turns = Turns {
+            reading: std::sync::Mutex::new((reader, Some(order_tx))),
+            spare: std::sync::Mutex::new(spare_rx),
+        };
+        (turns, order_rx, spare_tx)
+    }
+
+    /// The next block, and where to send its results (`bound` of them
+    /// queued at most); `None` once there is no block left or the consumer
+    /// has stopped.
+    fn next(&self, bound: usize) -> Option<(Text, SyncSender<T>)> {
+        let spare = self.spare.lock().ok().and_then(|rx| rx.try_recv().ok());
+        let mut guard = self.reading.lock().ok()?;
+        let (reader, order) = &mut *guard;
+        let Some(text) = reader.next(spare.unwrap_or_default()) else {
+            *order = None;
+            return None;
+        };
+        let (tx, rx) = mpsc::sync_channel(bound);
+        order.as_ref()?.send(rx).ok()?;
+        Some((text, tx))
+    }
 }
 
 fn spawn<'scope>(
