@@ -161,6 +161,50 @@ pub struct BlockConns {
     /// when their line alone does not make their record.
     /// (Looked up for every line a look-back passes: FxHash, not SipHash.)
     read: rustc_hash::FxHashMap<u32, Option<(String, ConnCtx)>>,
+    /// The keys of its lines, once it has been read ([`Lookback::end_block`]).
+    filter: Filter,
+}
+
+/// A block's keys in a Bloom filter, two bits a key in eight a line: which
+/// blocks of the history may hold a connection's lines. Made by the worker
+/// that read the block; a map from every key to its blocks, kept as blocks
+/// were merged, was a twentieth of explain's time, all of it on the
+/// merging thread. A block it wrongly names (one in twenty) is looked
+/// into for nothing.
+#[derive(Debug, Clone, Default)]
+struct Filter {
+    /// A power of two of words, or none.
+    words: Vec<u64>,
+}
+
+impl Filter {
+    fn of(keys: &[u64]) -> Filter {
+        let mut f = Filter {
+            words: vec![0; (keys.len() / 8).next_power_of_two().min(1 << 11)],
+        };
+        for &k in keys.iter().filter(|k| **k != NONE) {
+            for b in f.bits(k) {
+                f.words[b >> 6] |= 1 << (b & 63);
+            }
+        }
+        f
+    }
+
+    /// The bits of `key`: from a product of it, for a hash's low bits may
+    /// be alike.
+    fn bits(&self, key: u64) -> [usize; 2] {
+        let mask = (self.words.len() << 6).wrapping_sub(1);
+        let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        [(h >> 40) as usize & mask, (h >> 20) as usize & mask]
+    }
+
+    fn may_hold(&self, key: u64) -> bool {
+        !self.words.is_empty()
+            && self
+                .bits(key)
+                .iter()
+                .all(|b| self.words[b >> 6] >> (b & 63) & 1 == 1)
+    }
 }
 
 impl BlockConns {
@@ -299,16 +343,12 @@ impl BlockConns {
 }
 
 /// The blocks before the one being merged, newest last, as far back as
-/// [`HISTORY`] reaches, and which of them hold each connection's lines.
+/// [`HISTORY`] reaches.
 #[derive(Clone, Default)]
 pub struct History {
     blocks: VecDeque<(Arc<Text>, BlockConns)>,
     bytes: usize,
     lines: usize,
-    /// The sequence number of `blocks[0]`.
-    first: u64,
-    /// By key, the blocks (sequence numbers, oldest first) that hold it.
-    seen: ByKey<Vec<u64>>,
 }
 
 impl History {
@@ -316,16 +356,15 @@ impl History {
     /// parts, each from the newest block that names it; `None` when they
     /// name none.
     pub fn context(&mut self, client: &str, mut missing: Missing) -> Option<ConnCtx> {
-        let seqs = self.seen.get(&key_of(client))?.clone();
+        let key = key_of(client);
         let mut ctx = ConnCtx::default();
-        for seq in seqs.into_iter().rev() {
+        for (text, conns) in self.blocks.iter_mut().rev() {
             if !missing.any() {
                 break;
             }
-            let Some(i) = seq.checked_sub(self.first) else {
-                break;
-            };
-            let (text, conns) = &mut self.blocks[i as usize];
+            if !conns.filter.may_hold(key) {
+                continue;
+            }
             let part = conns.before(client, usize::MAX, missing, &text.around());
             missing = missing.without(&part);
             ctx.dst = ctx.dst.or(part.dst);
@@ -337,19 +376,6 @@ impl History {
 
     /// Adds a merged block, dropping the oldest past [`HISTORY`].
     fn push(&mut self, text: Arc<Text>, conns: BlockConns) {
-        let seq = self.first + self.blocks.len() as u64;
-        // Each key once per block, without sorting the block's keys (a
-        // line of the same connection is often the line before's).
-        let mut last = NONE;
-        for &k in &conns.keys {
-            if k != last && k != NONE {
-                let seqs = self.seen.entry(k).or_default();
-                if seqs.last() != Some(&seq) {
-                    seqs.push(seq);
-                }
-            }
-            last = k;
-        }
         self.bytes += text.data.len();
         self.lines += text.ends.len();
         self.blocks.push_back((text, conns));
@@ -358,16 +384,6 @@ impl History {
                 self.bytes -= t.data.len();
                 self.lines -= t.ends.len();
             }
-            self.first += 1;
-        }
-        // Keys of connections gone from every kept block: a map as large
-        // as the blocks kept, not as the input.
-        if self.seen.len() > HISTORY / 256 {
-            let first = self.first;
-            self.seen.retain(|_, seqs| {
-                seqs.retain(|s| *s >= first);
-                !seqs.is_empty()
-            });
         }
     }
 }
@@ -458,8 +474,9 @@ impl Lookback {
     }
 
     pub fn end_block(&mut self, t: &Arc<Text>) {
-        if let Lookback::Blocks { text, .. } = self {
+        if let Lookback::Blocks { text, block, .. } = self {
             *text = Some(Arc::clone(t));
+            block.filter = Filter::of(&block.keys);
         }
     }
 
@@ -506,4 +523,37 @@ fn remember(conns: &mut super::conns::Recent<ConnCtx>, ev: &Event<'_>) {
             port,
         })
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A block's filter holds every key of its lines, and few others: at
+    /// eight bits a line, about one in twenty.
+    #[test]
+    fn a_filter_holds_its_keys_and_few_others() {
+        for lines in [1, 7, 100, 5_000, 16_384, 40_000] {
+            let keys: Vec<u64> = (0..lines)
+                .map(|i| key_of(&format!("10.0.{i}.1:4143")))
+                .collect();
+            let f = Filter::of(&keys);
+            assert!(keys.iter().all(|k| f.may_hold(*k)), "{lines} lines");
+            let others = 20_000;
+            let wrong = (0..others)
+                .filter(|i| f.may_hold(key_of(&format!("192.168.{i}.9:80"))))
+                .count();
+            if lines >= 100 {
+                let bits = (f.words.len() * 64) as f64 / lines as f64;
+                // Two bits a key: (1 - e^(-2/bits))^2, with room for chance.
+                let expected = (1.0 - (-2.0 / bits).exp()).powi(2);
+                assert!(
+                    (wrong as f64) < 1.5 * expected * others as f64 + 50.0,
+                    "{lines} lines: {wrong} of {others} wrongly held"
+                );
+            }
+        }
+        assert!(!Filter::of(&[]).may_hold(key_of("10.0.0.1:80")));
+        assert!(!Filter::default().may_hold(key_of("10.0.0.1:80")));
+    }
 }
