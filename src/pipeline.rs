@@ -345,6 +345,36 @@ const CHUNKS_QUEUED: usize = 8;
 pub struct Chunks {
     buf: Vec<u8>,
     tx: Option<SyncSender<Vec<u8>>>,
+    pool: Arc<Pool>,
+}
+
+/// Chunk buffers the writer is done with, to render into again: a fresh
+/// buffer's pages were faulted in and cleared by the kernel for every
+/// chunk, a twentieth of `parse`'s time.
+#[derive(Default)]
+struct Pool(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    /// Buffers kept at most: a few MiB.
+    const KEPT: usize = 8;
+
+    fn take(&self) -> Vec<u8> {
+        let kept = self.0.lock().ok().and_then(|mut p| p.pop());
+        kept.unwrap_or_else(|| Vec::with_capacity(CHUNK + (CHUNK >> 2)))
+    }
+
+    /// Keeps `buf`, unless enough are kept or a long record grew it.
+    fn give(&self, mut buf: Vec<u8>) {
+        if buf.capacity() > 2 * CHUNK {
+            return;
+        }
+        buf.clear();
+        if let Ok(mut p) = self.0.lock() {
+            if p.len() < Self::KEPT {
+                p.push(buf);
+            }
+        }
+    }
 }
 
 impl Chunks {
@@ -362,7 +392,7 @@ impl Chunks {
     }
 
     fn send(&mut self) {
-        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK + (CHUNK >> 2)));
+        let chunk = std::mem::replace(&mut self.buf, self.pool.take());
         // The writer has stopped (a closed pipe): the rest is dropped.
         if self.tx.as_ref().is_some_and(|tx| tx.send(chunk).is_err()) {
             self.tx = None;
@@ -387,14 +417,16 @@ where
 {
     let threads = opts.threads.max(1);
     let (turns, order_rx, spare_tx) = Turns::new(Reader::new(sources, opts), threads);
+    let pool = Arc::new(Pool::default());
     std::thread::scope(|s| -> Result<()> {
         for i in 0..threads {
-            let (turns, spare_tx, make) = (&turns, spare_tx.clone(), &make);
+            let (turns, spare_tx, make, pool) = (&turns, spare_tx.clone(), &make, &pool);
             spawn(s, format!("lpa-render-{i}"), move || {
                 while let Some((block, tx)) = turns.next(CHUNKS_QUEUED) {
                     let chunks = Chunks {
-                        buf: Vec::with_capacity(CHUNK + (CHUNK >> 2)),
+                        buf: pool.take(),
                         tx: Some(tx),
+                        pool: Arc::clone(pool),
                     };
                     let mut acc = block.process(make(chunks));
                     acc.output().send();
@@ -411,6 +443,7 @@ where
                 if !chunk.is_empty() {
                     write(&chunk)?;
                 }
+                pool.give(chunk);
             }
         }
         Ok(())
