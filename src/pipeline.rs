@@ -482,7 +482,17 @@ impl<'s, T> Turns<'s, T> {
     /// has stopped.
     fn next(&self, bound: usize) -> Option<(Text, SyncSender<T>)> {
         let spare = self.spare.lock().ok().and_then(|rx| rx.try_recv().ok());
-        let mut guard = self.reading.lock().ok()?;
+        let mut guard = match self.reading.lock() {
+            Ok(g) => g,
+            // A worker panicked while reading: the consumer is let go (its
+            // loop ends once the sender is dropped), and the panic is told
+            // when the threads are joined, rather than the consumer waiting
+            // for ever.
+            Err(poisoned) => {
+                poisoned.into_inner().1 = None;
+                return None;
+            }
+        };
         let (reader, order) = &mut *guard;
         let Some(text) = reader.next(spare.unwrap_or_default()) else {
             *order = None;
