@@ -5,7 +5,7 @@
 //! so results do not depend on the thread count.
 
 use crate::input::wrap::{normalize, normalize_clean};
-use crate::input::{self, Cut, Source};
+use crate::input::{self, Cut, Data, Source};
 use crate::parse::template::{self, Seen};
 use crate::parse::{Record, Tokenizer};
 use crate::progress::Progress;
@@ -67,6 +67,9 @@ pub struct Options {
     pub progress: bool,
     /// Bytes of a line read at most (`--max-line`).
     pub max_line: usize,
+    /// Plain files are read in place, mapped, not copied into buffers
+    /// (not with `--no-mmap`).
+    pub in_place: bool,
 }
 
 impl Default for Options {
@@ -93,6 +96,7 @@ impl Options {
             threads: rayon::current_num_threads(),
             progress: true,
             max_line: input::DEFAULT_MAX_LINE,
+            in_place: true,
         }
     }
 }
@@ -153,7 +157,7 @@ fn process_lines<A: Accumulator>(
 /// One block of whole lines, with what it needs to be processed alone.
 pub struct Text {
     pub source: String,
-    pub data: Vec<u8>,
+    pub data: Data,
     /// Where each of its lines ends ([`Blocks::ends`](input::Blocks::ends)).
     pub ends: Vec<usize>,
     pub first_line: u64,
@@ -188,7 +192,7 @@ struct Reader<'s> {
     sources: std::slice::IterMut<'s, Source>,
     current: Option<input::Blocks<'s>>,
     name: String,
-    opts: (usize, usize),
+    opts: (usize, usize, bool),
     progress: Progress,
     /// The buffer of the block before, when that block was copied out of it.
     spare: Option<Vec<u8>>,
@@ -201,7 +205,7 @@ impl<'s> Reader<'s> {
             sources: sources.iter_mut(),
             current: None,
             name: String::new(),
-            opts: (opts.block_size, opts.max_line),
+            opts: (opts.block_size, opts.max_line, opts.in_place),
             progress: Progress::new(total, opts.progress),
             spare: None,
         }
@@ -218,30 +222,33 @@ impl<'s> Reader<'s> {
                 None => {
                     let src = self.sources.next()?;
                     self.name = src.name.clone();
-                    let (size, max_line) = self.opts;
-                    self.current
-                        .insert(input::Blocks::new(src, size).max_line(max_line))
+                    let (size, max_line, in_place) = self.opts;
+                    let blocks = input::Blocks::new(src, size).max_line(max_line);
+                    let blocks = if in_place { blocks.in_place() } else { blocks };
+                    self.current.insert(blocks)
                 }
             };
-            match blocks.next_into(&mut buf) {
-                Ok(Some(first_line)) => {
-                    self.progress.advance(buf.len() as u64);
+            match blocks.next(&mut buf) {
+                Ok(Some((first_line, mut data))) => {
+                    self.progress.advance(data.len() as u64);
                     // A block cut by its line count is a sliver of what it
                     // was read into (16 384 empty lines of 768 KiB read),
                     // and look-back keeps blocks: it is copied out, and its
                     // buffer kept to read the next block into (explain of
                     // 100 MB of empty lines peaked at 37 MiB, now 25).
                     // Blocks cut by their size are never a quarter full.
-                    if buf.capacity() > 4 * buf.len() {
-                        let small = buf.to_vec();
-                        self.spare = Some(std::mem::replace(&mut buf, small));
+                    if let Data::Read(buf) = &mut data {
+                        if buf.capacity() > 4 * buf.len() {
+                            let small = buf.to_vec();
+                            self.spare = Some(std::mem::replace(buf, small));
+                        }
                     }
                     return Some(Text {
                         source: self.name.clone(),
                         cuts: blocks.cuts().to_vec(),
                         ends: blocks.ends().to_vec(),
                         escapes: blocks.escapes(),
-                        data: buf,
+                        data,
                         first_line,
                     });
                 }
@@ -269,7 +276,9 @@ where
     // A block's buffer is read into again once no accumulator keeps it.
     let mut done = |text: Arc<Text>, acc: A| -> Result<Option<Vec<u8>>> {
         consume(&text.source, acc)?;
-        Ok(Arc::try_unwrap(text).ok().map(|t| t.data))
+        Ok(Arc::try_unwrap(text)
+            .ok()
+            .and_then(|t| t.data.into_buffer()))
     };
     if threads == 1 {
         let mut spare = None;
@@ -431,7 +440,9 @@ where
                     let mut acc = block.process(make(chunks));
                     acc.output().send();
                     drop(acc);
-                    let _ = spare_tx.send(block.data);
+                    if let Some(buf) = block.data.into_buffer() {
+                        let _ = spare_tx.send(buf);
+                    }
                 }
             })?;
         }

@@ -1,7 +1,8 @@
 //! Results do not depend on where the input is cut into blocks: every
 //! corpus scenario gives the same report read whole and read in blocks of a
 //! few hundred bytes, where most connections start in one block and fail in
-//! another (their tags and destinations must carry across).
+//! another (their tags and destinations must carry across); nor on
+//! whether a file is read in place or through buffers.
 
 mod common;
 
@@ -23,6 +24,22 @@ fn report_of(name: &str, data: &[u8], block_size: usize, engine: &Engine) -> Str
     };
     let r = lpa::cli::analyze(&mut sources, &opts, engine).unwrap();
     serde_json::to_string_pretty(&r).unwrap()
+}
+
+/// The report of the file at `path`, read in place ([`Options::in_place`]).
+fn report_in_place(path: &PathBuf, block_size: usize, engine: &Engine) -> String {
+    let mut sources = lpa::input::open_all(std::slice::from_ref(path)).unwrap();
+    let opts = Options {
+        threads: 2,
+        progress: false,
+        ..Options::blocks_of(block_size)
+    };
+    assert!(opts.in_place);
+    let r = lpa::cli::analyze(&mut sources, &opts, engine).unwrap();
+    let name = path.file_name().unwrap().to_string_lossy();
+    serde_json::to_string_pretty(&r)
+        .unwrap()
+        .replace(&*path.to_string_lossy(), &name)
 }
 
 fn report(path: &PathBuf, block_size: usize, engine: &Engine) -> String {
@@ -105,6 +122,12 @@ fn reports_do_not_depend_on_block_boundaries() {
         for size in [300, 2000] {
             if report(log, size, engine) != whole {
                 differ.push(format!("{} (blocks of {size} bytes)", log.display()));
+            }
+            if report_in_place(log, size, engine) != whole {
+                differ.push(format!(
+                    "{} (read in place, blocks of {size})",
+                    log.display()
+                ));
             }
         }
     }

@@ -70,3 +70,44 @@ fn a_truncated_gz_is_reported_and_the_others_still_count() {
     assert!(err.contains(&format!("{read} lines")), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file read in place that is truncated while lpa reads it (log
+/// rotation by copytruncate) ends the run with a message and status 2,
+/// never a bare SIGBUS; with `--no-mmap` what is left is read.
+#[test]
+fn a_file_truncated_while_it_is_read_is_told_not_a_crash() {
+    use std::io::Read;
+    let dir = tmp("truncated");
+    let path = dir.join("rotated.log");
+    let body: String = (0..400_000).map(line).collect();
+    for (flag, code) in [(None, Some(2)), (Some("--no-mmap"), Some(0))] {
+        std::fs::write(&path, &body).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_lpa"));
+        cmd.args(["parse", "--threads", "2"]).args(flag).arg(&path);
+        let mut child = cmd
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Its output is not read meanwhile, so it waits a few MiB in.
+        let mut out = child.stdout.take().unwrap();
+        out.read_exact(&mut [0; 1 << 16]).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        std::io::copy(&mut out, &mut std::io::sink()).unwrap();
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        child.stderr.unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(status.code(), code, "{flag:?}: {err}");
+        assert_eq!(
+            err.contains("shrank while it was read"),
+            flag.is_none(),
+            "{flag:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -77,14 +77,34 @@ fn run_blocks(input: &[u8], size: usize) -> (Vec<Rec>, Vec<u64>) {
     (recs, firsts)
 }
 
+/// The blocks of `input` written to a file and read in place: each with
+/// its first line and cut lines.
+fn in_place(input: &[u8], size: usize, max_line: usize) -> Vec<(u64, Vec<u8>, Vec<Cut>)> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("lpa-prop-{}-{n}", std::process::id()));
+    std::fs::write(&path, input).unwrap();
+    let mut sources = lpa::input::open_all(std::slice::from_ref(&path)).unwrap();
+    let mut blocks = Blocks::new(&mut sources[0], size)
+        .max_line(max_line)
+        .in_place();
+    let mut out = Vec::new();
+    while let Some((first, buf)) = blocks.next(&mut Vec::new()).unwrap() {
+        out.push((first, buf.to_vec(), blocks.cuts().to_vec()));
+    }
+    std::fs::remove_file(&path).unwrap();
+    out
+}
+
 /// As `run_blocks`, reading at most `max_line` bytes of a line; also the
 /// lines cut.
 fn run_capped(input: &[u8], size: usize, max_line: usize) -> (Vec<Rec>, Vec<u64>, Vec<Cut>) {
     let mut src = Source::from_reader("prop", std::io::Cursor::new(input.to_vec()));
     let mut blocks = Blocks::new(&mut src, size).max_line(max_line);
-    let mut buf = Vec::new();
     let (mut recs, mut firsts, mut cuts) = (Vec::new(), Vec::new(), Vec::new());
-    while let Some(first) = blocks.next_into(&mut buf).unwrap() {
+    let mut read = Vec::new();
+    while let Some((first, buf)) = blocks.next(&mut Vec::new()).unwrap() {
         let ends: Vec<usize> = (0..buf.len()).filter(|i| buf[*i] == b'\n').collect();
         assert_eq!(
             blocks.ends(),
@@ -94,7 +114,9 @@ fn run_capped(input: &[u8], size: usize, max_line: usize) -> (Vec<Rec>, Vec<u64>
         recs.extend(process_block("prop", &buf, first, Acc::default()).0);
         firsts.push(first);
         cuts.extend_from_slice(blocks.cuts());
+        read.push((first, buf.to_vec(), blocks.cuts().to_vec()));
     }
+    assert_eq!(in_place(input, size, max_line), read, "read in place");
     assert_tiles(blocks.lines_read(), &recs).expect("the reader's lines are tiled");
     (recs, firsts, cuts)
 }

@@ -62,6 +62,9 @@ pub struct ReadArgs {
     /// Read at most this much of one line (e.g. 512K, 4M); the rest of a longer line is skipped and counted.
     #[arg(long, value_name = "BYTES", default_value = "2M", value_parser = parse_bytes)]
     pub max_line: usize,
+    /// Read files with read(2) rather than mapping them into memory: for a file that may be truncated while lpa reads it.
+    #[arg(long)]
+    pub no_mmap: bool,
 }
 
 /// `4096`, `512K`, `2M`, `1G` (powers of 1024).

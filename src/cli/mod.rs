@@ -100,16 +100,17 @@ fn cmd_parse(
     files: &[PathBuf],
     level: Option<Level>,
     only: Only,
-    max_line: usize,
+    read: &pipeline::Options,
     out: &mut Out,
 ) -> Result<i32> {
     let mut sources = out.open(files)?;
     let stdout = io::stdout();
     // JSON is about three times the input, and many times more for short
     // lines: small blocks, and their output streamed in chunks.
-    let mut opts = pipeline::Options::blocks_of(1 << 20);
-    opts.progress = !out.quiet;
-    opts.max_line = max_line;
+    let opts = pipeline::Options {
+        block_size: 1 << 20,
+        ..*read
+    };
     let filter = ParseFilter {
         level,
         only,
@@ -511,6 +512,7 @@ pub fn main() -> i32 {
     };
     if let Some(r) = read {
         opts.max_line = r.max_line;
+        opts.in_place = !r.no_mmap;
     }
     let mut out = Out::new(g);
     if !g.quiet && cli.command.reads_stdin() && io::stdin().is_terminal() {
@@ -529,13 +531,7 @@ pub fn main() -> i32 {
     let result = match &cli.command {
         Command::Parse {
             files, level, only, ..
-        } => cmd_parse(
-            files,
-            level.map(Level::from),
-            *only,
-            opts.max_line,
-            &mut out,
-        ),
+        } => cmd_parse(files, level.map(Level::from), *only, &opts, &mut out),
         Command::Explain {
             files,
             follow,

@@ -11,7 +11,7 @@
 
 mod file;
 
-use crate::input::{self, Blocks, Cut, Source};
+use crate::input::{self, Blocks, Cut, Data, Source};
 use crate::pipeline::{process_block, Accumulator};
 use crate::report::evidence::fit;
 use crate::report::explain::Report;
@@ -53,7 +53,7 @@ pub struct Follow {
 /// Whole lines as the reader read them, numbered, and the file they are in.
 struct Piece {
     source: Arc<str>,
-    data: Vec<u8>,
+    data: Data,
     first_line: u64,
     cuts: Vec<Cut>,
 }
@@ -69,9 +69,8 @@ fn reader(mut src: Source, first: u64, max_line: usize, tx: &SyncSender<Piece>) 
         .first_line(first)
         .live();
     loop {
-        let mut data = Vec::new();
-        match blocks.next_into(&mut data) {
-            Ok(Some(first_line)) => {
+        match blocks.next(&mut Vec::new()) {
+            Ok(Some((first_line, data))) => {
                 let piece = Piece {
                     source: source.clone(),
                     data,

@@ -573,7 +573,7 @@ mod tests {
         for n in 1..=3 * HISTORY_BLOCKS as u64 {
             let text = Text {
                 source: format!("{n}.log"),
-                data: b"one line".to_vec(),
+                data: crate::input::Data::Read(b"one line".to_vec()),
                 ends: Vec::new(),
                 first_line: 1,
                 cuts: Vec::new(),
