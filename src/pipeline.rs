@@ -25,6 +25,9 @@ pub trait Accumulator: Send {
     /// A line of the block was longer than the maximum and is read cut;
     /// told before the block's records.
     fn cut(&mut self, _source: &str, _cut: Cut) {}
+    /// The lines told next, up to the block's end, are all from `source`:
+    /// told once before them (a lean line is not told its source again).
+    fn source(&mut self, _source: &str) {}
     /// Whether to look for lean lines ([`Accumulator::lean`]) at all.
     fn wants_lean(&self) -> bool {
         false
@@ -131,6 +134,9 @@ fn process_lines<A: Accumulator>(
     let clean = simdutf8::basic::from_utf8(block).ok().filter(|_| !escapes);
     let text = clean.filter(|_| acc.wants_lean());
     let emit = |acc: &mut A, r: &mut Record<'_>| acc.record_in(source, r, around);
+    if !block.is_empty() {
+        acc.source(source);
+    }
     let (mut pos, mut n) = (0, around.first_line);
     let mut ends = around.ends.iter();
     while pos < block.len() {

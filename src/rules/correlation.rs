@@ -8,7 +8,7 @@ use super::conns::{ConnCtx, Missing, Recent};
 use super::finding::Evidence;
 use super::group::{add_context, evidence, group_of, hit, tag_key, target_prefix, Hit};
 pub use super::group::{Acc, MAX_EVIDENCE};
-use super::lookback::{ConnShape, Lookback};
+use super::lookback::Lookback;
 use super::matching::Caps;
 use super::matching::{Engine, Line};
 use super::metrics::Found;
@@ -18,8 +18,7 @@ pub use super::stats::{era_text, EraSampler, Stats, Wording};
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, TagKey};
 use crate::input::wrap::normalize;
-use crate::parse::component::of_target;
-use crate::parse::era::{format_cue, EraCue};
+use crate::parse::era::EraCue;
 use crate::parse::template::Seen;
 use crate::parse::{parse_line, Event, Level, Metric, Producer, Record};
 use crate::pipeline::{Accumulator, Around, Text};
@@ -634,28 +633,29 @@ impl Accumulator for State<'_> {
     }
 
     /// A quiet line ([`super::quiet`]) changes nothing but counts.
-    fn lean(&mut self, source: &str, line: u64, seen: &Seen<'_>, around: &Around<'_>) -> bool {
-        let mut conn = ConnShape::UNKNOWN;
+    fn source(&mut self, source: &str) {
+        self.stats.see_source(source);
+    }
+
+    fn lean(&mut self, _: &str, line: u64, seen: &Seen<'_>, around: &Around<'_>) -> bool {
         let tags = &mut self.tags;
         let mut tag = |bit: u32, c: &str| tags.update(c, |t| *t |= bit);
-        if seen.cut || !self.engine.quiet(seen, &mut conn, &mut tag) {
+        if seen.cut {
             return false;
         }
+        let Some((conn, format)) = self.engine.quiet(seen, &mut tag) else {
+            return false;
+        };
         let s = &mut self.stats;
-        s.see_source(source);
         s.events += 1;
         s.lines += 1;
         if let Some(l) = seen.level {
             s.levels[level_index(l)] += 1;
         }
-        let target = Some(seen.target).filter(|t| !t.is_empty());
-        if of_target(seen.producer, target).is_some_and(|c| c.is_linkerd()) {
-            s.linkerd_lines += 1;
-        }
+        s.linkerd_lines += u64::from(format.linkerd);
         let proxy = seen.producer.is_proxy();
         s.proxy_events += u64::from(proxy);
-        let cue = format_cue(seen.producer, seen.thread, seen.timestamp, seen.target);
-        self.era_sampler.lean(cue, proxy, &[], &mut s.era);
+        self.era_sampler.lean(format.cue, proxy, &[], &mut s.era);
         self.lookback.lean(line, seen.line, conn, around);
         true
     }

@@ -17,8 +17,8 @@ use super::matching::{conditions_but_fields, Engine};
 use super::schema::Rule;
 use super::stats::era_text;
 use super::TagKey;
-use crate::parse::component;
-use crate::parse::era::wording_bounds;
+use crate::parse::component::{self, of_target};
+use crate::parse::era::{format_cue, wording_bounds, EraCue};
 use crate::parse::learnt::Learnt;
 use crate::parse::template::{self, ById, Seen};
 use crate::parse::{Event, Level};
@@ -213,6 +213,33 @@ struct Facts {
     /// first digit would be and which literal: each line's digits decide.
     digits: Box<[(u32, u16)]>,
     conn: ConnShape,
+    /// Its lines' format, when their target holds no digit (and so is the
+    /// same for each of them).
+    format: Option<Format>,
+}
+
+/// What a quiet line's format adds to the counts: whether its target is
+/// Linkerd's, and the era its producer, head and target suggest.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Format {
+    pub linkerd: bool,
+    pub cue: EraCue,
+}
+
+impl Format {
+    fn of(seen: &Seen<'_>) -> Format {
+        let target = Some(seen.target).filter(|t| !t.is_empty());
+        Format {
+            linkerd: of_target(seen.producer, target).is_some_and(|c| c.is_linkerd()),
+            cue: format_cue(seen.producer, seen.thread, seen.timestamp, seen.target),
+        }
+    }
+
+    /// The format of each line of `seen`'s shape, when one line tells it.
+    fn of_shape(seen: &Seen<'_>) -> Option<Format> {
+        let digit = seen.target.bytes().any(|b| b.is_ascii_digit());
+        (!digit).then(|| Format::of(seen))
+    }
 }
 
 impl Facts {
@@ -248,14 +275,14 @@ fn range_in(line: &str, part: &str) -> Option<(u32, u32)> {
 }
 
 impl Engine {
-    /// Is this line quiet? `conn` is set to what its shape says of its
-    /// connection, and `tag` is told of each tag the line sets.
+    /// Is this line quiet? Then what its shape says of its connection, and
+    /// what its format adds to the counts; `tag` is told of each tag the
+    /// line sets.
     pub(super) fn quiet<'l>(
         &self,
         seen: &Seen<'l>,
-        conn: &mut ConnShape,
         tag: &mut impl FnMut(u32, &'l str),
-    ) -> bool {
+    ) -> Option<(ConnShape, Format)> {
         thread_local! {
             static FACTS: RefCell<ById<Arc<Facts>>> = RefCell::new(ById::default());
         }
@@ -264,25 +291,26 @@ impl Engine {
         let id = self.quiet.id;
         let ours = |f: &Facts| f.engine == id;
         let line = seen.line.as_bytes();
+        let mut answer = |f: &Facts| {
+            if !f.quiet(line, &self.quiet) {
+                return None;
+            }
+            f.tag(seen.line, tag);
+            Some((f.conn, f.format.unwrap_or_else(|| Format::of(seen))))
+        };
         // What this thread knows is read in place: the shared count of an
         // `Arc` is not touched for every line.
-        let answer = FACTS.with(|f| {
+        let known = FACTS.with(|f| {
             let f = f.borrow();
-            let f = f.get(&seen.id).filter(|f| ours(f))?;
-            let quiet = f.quiet(line, &self.quiet);
-            if quiet {
-                f.tag(seen.line, tag);
-            }
-            Some((f.conn, quiet))
+            f.get(&seen.id).filter(|f| ours(f)).map(|f| answer(f))
         });
-        if let Some((k, quiet)) = answer {
-            *conn = k;
-            return quiet;
+        if let Some(known) = known {
+            return known;
         }
         let f = SHARED.get(seen.id, ours).unwrap_or_else(|| {
             let mut ev = Event::default();
             let f = if template::read(seen.line, &mut ev) {
-                self.find(&ev, seen.line)
+                self.find(&ev, seen)
             } else {
                 Facts {
                     engine: id,
@@ -290,22 +318,20 @@ impl Engine {
                     tags: Box::default(),
                     digits: Box::default(),
                     conn: ConnShape::UNKNOWN,
+                    format: None,
                 }
             };
             SHARED.put(seen.id, f, ours)
         });
-        *conn = f.conn;
-        let quiet = f.quiet(line, &self.quiet);
-        if quiet {
-            f.tag(seen.line, tag);
-        }
+        let known = answer(&f);
         FACTS.with(|facts| template::keep(&mut facts.borrow_mut(), MAX_FACTS, seen.id, f));
-        quiet
+        known
     }
 
     /// A shape's facts, from the event of one of its lines: none of it
     /// reads a digit, but for where `digits` says.
-    fn find(&self, ev: &Event<'_>, line: &str) -> Facts {
+    fn find(&self, ev: &Event<'_>, seen: &Seen<'_>) -> Facts {
+        let line = seen.line;
         let full = full_text(ev);
         let body = literal_text(ev, &full);
         let q = &self.quiet;
@@ -345,6 +371,7 @@ impl Engine {
             tags: tags.unwrap_or_default().into(),
             digits: digits.into(),
             conn: ConnShape::of(ev, line),
+            format: Format::of_shape(seen),
         }
     }
 
@@ -463,7 +490,20 @@ mod tests {
     use super::*;
 
     fn facts(e: &Engine, line: &str) -> Facts {
-        e.find(&crate::parse::parse_line(line).unwrap(), line)
+        let seen = template::seen(line).expect("a line with a shape");
+        e.find(&crate::parse::parse_line(line).unwrap(), &seen)
+    }
+
+    /// A shape's format is each of its lines' only where their target holds
+    /// no digit: an `h2` target's lines are each told their own.
+    #[test]
+    fn a_format_is_the_shapes_only_where_its_target_has_no_digit() {
+        let line = |t: &str| format!("[     1.000000s] DEBUG ThreadId(01) {t}: something happened");
+        let serve = line("linkerd_app_core::serve");
+        let f = Format::of_shape(&template::seen(&serve).unwrap()).expect("no digit");
+        assert!(f.linkerd);
+        let h2 = line("h2::proto::connection");
+        assert!(Format::of_shape(&template::seen(&h2).unwrap()).is_none());
     }
 
     /// A literal with a digit is a spot where a rule's search would find
