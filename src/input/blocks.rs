@@ -52,7 +52,7 @@ pub struct Blocks<'s> {
     scanned_ends: Vec<usize>,
     block_ends: Vec<usize>,
     /// Where the escape bytes scanned so far are (a coloured log's), and
-    /// whether the block `next_into` returned last holds one.
+    /// whether the block `next` returned last holds one.
     scanned_escapes: Vec<usize>,
     block_escapes: bool,
     /// The number of the line being scanned, and its bytes dropped so far.
@@ -129,6 +129,7 @@ impl<'s> Blocks<'s> {
     /// ends are as in other modes.
     pub fn live(mut self) -> Self {
         self.live = true;
+        self.view = None;
         self
     }
 
@@ -151,18 +152,18 @@ impl<'s> Blocks<'s> {
         self.line_no - 1
     }
 
-    /// The lines cut in the block `next_into` returned last.
+    /// The lines cut in the block `next` returned last.
     pub fn cuts(&self) -> &[Cut] {
         &self.block_cuts
     }
 
-    /// Where each line of the block `next_into` returned last ends: the
+    /// Where each line of the block `next` returned last ends: the
     /// offset of its `\n` (a last line without one ends at the block's end).
     pub fn ends(&self) -> &[usize] {
         &self.block_ends
     }
 
-    /// Whether the block `next_into` returned last holds an escape byte.
+    /// Whether the block `next` returned last holds an escape byte.
     pub fn escapes(&self) -> bool {
         self.block_escapes
     }

@@ -1,8 +1,9 @@
 //! Plain files read in place: mapped into memory, their blocks are ranges
 //! of the mapping rather than copies. The kernel's copy of a file into
-//! block buffers of 768 KiB cost 0.45 s a GiB on the 2-core machine the
-//! benchmarks run on (into a buffer of 64 KiB, 0.1 s): a sixth of what
-//! explain took in all, for bytes the workers then read once more.
+//! block buffers of 768 KiB, which fall out of the cache, cost 0.1 to
+//! 0.45 s a GiB on the 2-core machine the benchmarks run on, depending on
+//! the hour, for bytes the workers then read once more (explain of a 1 GiB
+//! log took 0.86 to 0.98 times the time read in place).
 
 use std::fs::File;
 use std::io::{self, Read};
