@@ -40,12 +40,16 @@ use std::sync::Arc;
 /// holds.
 const GENERATION: usize = 7168;
 
-/// The bytes of masked text a generation holds at most, and the longest
-/// line whose shape the threads share: a log of long lines each of its
-/// own shape (20 KB each) would otherwise keep a generation's count of
-/// them. A gateway's lines are under a KiB.
+/// The bytes of masked text a generation holds at most, the longest line
+/// whose shape the threads share, and the bytes a generation of the shared
+/// shapes holds: a log of long lines each of its own shape (20 KB each)
+/// would otherwise keep a generation's count of them. A gateway's lines
+/// are under a KiB. The shared generations hold twice a thread's bytes,
+/// for a shape the threads dropped is asked for there before it is read
+/// again.
 const GENERATION_BYTES: usize = 2 << 20;
 const SHARED_LINE: usize = 2048;
+const SHARED_BYTES: usize = 2 * GENERATION_BYTES;
 
 /// The level, whether a thread is named, and the text after them.
 fn head(line: &str) -> Option<(Level, bool, &str)> {
@@ -168,7 +172,7 @@ thread_local! {
 }
 
 /// Shapes some thread read, for the others.
-static SHARED: Learnt<Shape> = Learnt::new(GENERATION);
+static SHARED: Learnt<Shape> = Learnt::weighed(GENERATION, SHARED_BYTES, |s| s.key.len());
 
 /// Where `part` is in `line`, when it is a slice of it (under 64 KiB in).
 pub(crate) fn range(line: &str, part: &str) -> Option<R> {
