@@ -6,7 +6,8 @@
 //! by a digit: so each of a shape's lines finds its view at the same place.
 
 use super::event::Event;
-use super::template::{keep, range, ById};
+use super::learnt::Generations;
+use super::template::range;
 use std::cell::RefCell;
 
 /// The views kept per shape.
@@ -45,10 +46,12 @@ enum Place {
 type Ranges = Box<[(u16, u16)]>;
 
 thread_local! {
-    static PLACES: RefCell<ById<[Place; VIEWS]>> = RefCell::new(ById::default());
+    static PLACES: RefCell<Generations<[Place; VIEWS]>> =
+        const { RefCell::new(Generations::new(MAX_SHAPES, usize::MAX)) };
     /// [`Event::identities`]' places, by shape; `None` where one is not a
     /// slice of the line.
-    static IDENTITIES: RefCell<ById<Option<Ranges>>> = RefCell::new(ById::default());
+    static IDENTITIES: RefCell<Generations<Option<Ranges>>> =
+        const { RefCell::new(Generations::new(MAX_SHAPES, usize::MAX)) };
 }
 
 /// Whether `ev`'s views may be kept by its shape: it was read by one, and
@@ -69,7 +72,7 @@ impl<'a> Event<'a> {
             return find(self);
         }
         let text: &str = &self.text;
-        let known = PLACES.with(|p| p.borrow().get(&self.shape).map(|v| v[view as usize]));
+        let known = PLACES.with(|p| p.borrow().young(self.shape).map(|v| v[view as usize]));
         match known.unwrap_or_default() {
             Place::Absent => return None,
             Place::At(s, e) => {
@@ -86,10 +89,10 @@ impl<'a> Event<'a> {
         };
         PLACES.with(|p| {
             let mut p = p.borrow_mut();
-            if p.len() >= MAX_SHAPES && !p.contains_key(&self.shape) {
-                p.clear();
-            }
-            p.entry(self.shape).or_default()[view as usize] = place;
+            let mut places = p.find(self.shape, |_| true, |_| 0).copied();
+            let places = places.get_or_insert_default();
+            places[view as usize] = place;
+            p.keep(self.shape, *places, 0);
         });
         found
     }
@@ -105,8 +108,8 @@ impl<'a> Event<'a> {
         }
         let text: &str = &self.text;
         let known = IDENTITIES.with(|p| {
-            let p = p.borrow();
-            let places = p.get(&self.shape)?.as_ref()?;
+            let mut p = p.borrow_mut();
+            let places = p.find(self.shape, |_| true, |_| 0)?.as_ref()?;
             places
                 .iter()
                 .map(|&(s, e)| text.get(usize::from(s)..usize::from(e)))
@@ -117,7 +120,9 @@ impl<'a> Event<'a> {
         }
         let found = find(self);
         let places = found.iter().map(|f| range(text, f)).collect();
-        IDENTITIES.with(|p| keep(&mut p.borrow_mut(), MAX_SHAPES, self.shape, places));
+        IDENTITIES.with(|p| {
+            p.borrow_mut().keep(self.shape, places, 0);
+        });
         found
     }
 }

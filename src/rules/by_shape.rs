@@ -12,8 +12,8 @@ use super::matching::Engine;
 use super::quiet::Masked;
 use super::stats::era_text;
 use crate::parse::era::{wording_bounds, EraCue};
+use crate::parse::learnt::Generations;
 use crate::parse::learnt::Learnt;
-use crate::parse::template::{keep, ById};
 use crate::parse::Event;
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -48,7 +48,8 @@ impl Engine {
     /// literals' digits are not in one piece of the line).
     fn with_lits<T>(&self, ev: &Event<'_>, f: impl FnOnce(&Lits) -> T) -> Option<T> {
         thread_local! {
-            static LITS: RefCell<ById<Arc<Found>>> = RefCell::new(ById::default());
+            static LITS: RefCell<Generations<Arc<Found>>> =
+                const { RefCell::new(Generations::new(MAX_SHAPES, usize::MAX)) };
         }
         /// What some thread found, for the others.
         static SHARED: Learnt<Found> = Learnt::new(MAX_SHAPES);
@@ -59,12 +60,12 @@ impl Engine {
         let ours = |l: &Found| l.0 == engine;
         LITS.with(|lits| {
             let mut lits = lits.borrow_mut();
-            if lits.get(&ev.shape).is_none_or(|l| !ours(l)) {
+            if lits.find(ev.shape, |l| ours(l), |_| 0).is_none() {
                 let l = SHARED.get(ev.shape, ours);
                 let l = l.unwrap_or_else(|| SHARED.put(ev.shape, (engine, self.lits(ev)), ours));
-                keep(&mut lits, MAX_SHAPES, ev.shape, l);
+                lits.keep(ev.shape, l, 0);
             }
-            lits[&ev.shape].1.as_ref().map(f)
+            lits.young(ev.shape)?.1.as_ref().map(f)
         })
     }
 

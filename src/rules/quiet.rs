@@ -19,8 +19,8 @@ use super::stats::era_text;
 use super::TagKey;
 use crate::parse::component::{self, of_target};
 use crate::parse::era::{format_cue, wording_bounds, EraCue};
-use crate::parse::learnt::Learnt;
-use crate::parse::template::{self, ById, Seen};
+use crate::parse::learnt::{Generations, Learnt};
+use crate::parse::template::{self, Seen};
 use crate::parse::{Event, Level};
 use aho_corasick::{AhoCorasickBuilder, AhoCorasickKind};
 use std::cell::RefCell;
@@ -284,7 +284,8 @@ impl Engine {
         tag: &mut impl FnMut(u32, &'l str),
     ) -> Option<(ConnShape, Format)> {
         thread_local! {
-            static FACTS: RefCell<ById<Arc<Facts>>> = RefCell::new(ById::default());
+            static FACTS: RefCell<Generations<Arc<Facts>>> =
+                const { RefCell::new(Generations::new(MAX_FACTS, usize::MAX)) };
         }
         /// Facts some thread found, for the others.
         static SHARED: Learnt<Facts> = Learnt::new(MAX_FACTS);
@@ -302,9 +303,17 @@ impl Engine {
         // `Arc` is not touched for every line.
         let known = FACTS.with(|f| {
             let f = f.borrow();
-            f.get(&seen.id).filter(|f| ours(f)).map(|f| answer(f))
+            f.young(seen.id).filter(|f| ours(f)).map(|f| answer(f))
         });
         if let Some(known) = known {
+            return known;
+        }
+        let old = FACTS.with(|f| {
+            f.borrow_mut()
+                .find(seen.id, |f| ours(f), |_| 0)
+                .map(|f| answer(f))
+        });
+        if let Some(known) = old {
             return known;
         }
         let f = SHARED.get(seen.id, ours).unwrap_or_else(|| {
@@ -324,7 +333,9 @@ impl Engine {
             SHARED.put(seen.id, f, ours)
         });
         let known = answer(&f);
-        FACTS.with(|facts| template::keep(&mut facts.borrow_mut(), MAX_FACTS, seen.id, f));
+        FACTS.with(|facts| {
+            facts.borrow_mut().keep(seen.id, f, 0);
+        });
         known
     }
 

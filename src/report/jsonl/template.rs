@@ -3,7 +3,8 @@
 
 use super::{escaped, event, status_part, string, sz_part, Hole, Obj, Recorder};
 use crate::parse::component::of_target;
-use crate::parse::template::{keep, ById, Seen};
+use crate::parse::learnt::Generations;
+use crate::parse::template::Seen;
 use crate::parse::{Component, Event, Producer};
 use std::cell::RefCell;
 
@@ -26,7 +27,8 @@ const MAX_TEMPLATES: usize = 4096;
 
 thread_local! {
     /// By shape id; `None` for a shape whose record has no template.
-    static TEMPLATES: RefCell<ById<Option<Template>>> = RefCell::new(ById::default());
+    static TEMPLATES: RefCell<Generations<Option<Template>>> =
+        const { RefCell::new(Generations::new(MAX_TEMPLATES, usize::MAX)) };
 }
 
 /// An event's record; the first of a shape's also makes its template.
@@ -44,7 +46,7 @@ pub(super) fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
         && e.wrapper.pod.is_none()
         && e.wrapper.container.is_none()
         && e.wrapper.lead.is_none();
-    if !fits || TEMPLATES.with(|t| t.borrow().contains_key(&e.shape)) {
+    if !fits || TEMPLATES.with(|t| t.borrow_mut().find(e.shape, |_| true, |_| 0).is_some()) {
         event(out, source, e, None);
         out.push(b'\n');
         return;
@@ -60,7 +62,9 @@ pub(super) fn write_event(out: &mut Vec<u8>, source: &str, e: &Event<'_>) {
     let template = (!rec.spoilt)
         .then(|| Template::new(&out[start..], start, &rec))
         .flatten();
-    TEMPLATES.with(|t| keep(&mut t.borrow_mut(), MAX_TEMPLATES, e.shape, template));
+    TEMPLATES.with(|t| {
+        t.borrow_mut().keep(e.shape, template, 0);
+    });
 }
 
 impl Template {
@@ -109,7 +113,7 @@ pub fn write_seen(out: &mut Vec<u8>, source: &str, n: u64, seen: &Seen<'_>) -> b
     };
     TEMPLATES.with(|t| {
         let t = t.borrow();
-        let Some(Some(template)) = t.get(&seen.id) else {
+        let Some(Some(template)) = t.young(seen.id) else {
             return false;
         };
         let line = seen.line;

@@ -17,7 +17,8 @@
 
 use super::collect::Says;
 use crate::parse::era::EraCue;
-use crate::parse::template::{keep, range, ById, Seen};
+use crate::parse::learnt::Generations;
+use crate::parse::template::{range, Seen};
 use crate::parse::typed::{parse_tls, service_authority, status_of, sz_of, PortFrom, Tls};
 use crate::parse::{Event, Level, Producer};
 use crate::rules::engine::Engine;
@@ -148,7 +149,8 @@ const MAX_PLANS: usize = 7168;
 thread_local! {
     /// By shape id: its plan, or `None` for a shape whose lines are read
     /// whole.
-    static PLANS: RefCell<ById<Option<Plan>>> = RefCell::new(ById::default());
+    static PLANS: RefCell<Generations<Option<Plan>>> =
+        const { RefCell::new(Generations::new(MAX_PLANS, usize::MAX)) };
 }
 
 /// Makes the plan of `ev`'s shape, when it has none yet.
@@ -157,14 +159,13 @@ pub(super) fn learn(engine: &Engine, ev: &Event<'_>) {
         return;
     }
     let id = engine.id();
-    let known = PLANS.with(|p| {
-        p.borrow()
-            .get(&ev.shape)
-            .is_some_and(|p| p.as_ref().is_none_or(|p| p.engine == id))
-    });
+    let ours = |p: &Option<Plan>| p.as_ref().is_none_or(|p| p.engine == id);
+    let known = PLANS.with(|p| p.borrow_mut().find(ev.shape, ours, |_| 0).is_some());
     if !known {
         let plan = plan(engine, ev);
-        PLANS.with(|p| keep(&mut p.borrow_mut(), MAX_PLANS, ev.shape, plan));
+        PLANS.with(|p| {
+            p.borrow_mut().keep(ev.shape, plan, 0);
+        });
     }
 }
 
@@ -339,7 +340,7 @@ pub(super) fn read<T>(
     PLANS.with(|p| {
         let p = p.borrow();
         let plan = p
-            .get(&seen.id)?
+            .young(seen.id)?
             .as_ref()
             .filter(|p| p.engine == engine.id())?;
         let mut line = Planned {
