@@ -51,10 +51,16 @@ pub(crate) fn seconds(secs: &str, frac: &str) -> Option<f64> {
 /// integer (each is below 2^53), which is several times quicker than
 /// `f64`'s parser, asked for every line's uptime.
 fn whole(digits: &str) -> Option<f64> {
-    if digits.len() <= 15 && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        let n = digits
-            .bytes()
-            .fold(0u64, |n, b| n * 10 + u64::from(b - b'0'));
+    if digits.len() <= 15 && !digits.is_empty() {
+        // One pass: a byte that is not a digit sends the text to the parser.
+        let mut n = 0u64;
+        for b in digits.bytes() {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return digits.parse().ok();
+            }
+            n = n * 10 + u64::from(d);
+        }
         return Some(n as f64);
     }
     digits.parse().ok()

@@ -22,8 +22,9 @@ struct Template {
     digits: Box<[(u32, u16, u16)]>,
 }
 
-/// Templates kept per thread before starting over (each about a KiB).
-const MAX_TEMPLATES: usize = 4096;
+/// Templates kept per thread in each of two generations (each about a
+/// KiB, so at most 4 MiB a thread).
+const MAX_TEMPLATES: usize = 2048;
 
 thread_local! {
     /// By shape id; `None` for a shape whose record has no template.
