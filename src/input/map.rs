@@ -183,6 +183,14 @@ impl Read for Rest {
         let rest = &self.map.bytes()[self.pos..];
         let n = rest.len().min(buf.len());
         buf[..n].copy_from_slice(&rest[..n]);
+        // The pages copied are read no more (a block before may still
+        // read the first: it is then mapped again): given back, or a file
+        // read this way, a 100 MB line of one, would stay resident whole.
+        let page = page_size();
+        let (from, to) = (self.pos / page * page, (self.pos + n) / page * page);
+        if to > from {
+            self.map.unread(from, to);
+        }
         self.pos += n;
         Ok(n)
     }
