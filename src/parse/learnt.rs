@@ -106,6 +106,8 @@ impl<V> Learnt<V> {
         Learnt::weighed(cap, usize::MAX, nothing)
     }
 
+    /// At most `cap` entries, and `bytes` of what `weigh` counts, a
+    /// generation.
     pub const fn weighed(cap: usize, bytes: usize, weigh: fn(&V) -> usize) -> Learnt<V> {
         Learnt {
             maps: Mutex::new(Generations::new(cap, bytes)),
