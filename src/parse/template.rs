@@ -415,25 +415,37 @@ fn escaped_strings(b: &[u8]) -> Vec<R> {
 /// more or less JSON). A quote not escaped opens or closes a string, and a
 /// digit outside strings is in a number.
 fn leading_digits(b: &[u8]) -> Option<Vec<u16>> {
-    let (mut in_string, mut escape) = (false, false);
     let mut leads = Vec::new();
-    for (i, c) in b.iter().enumerate() {
-        if in_string {
-            in_string = escape || *c != b'"';
-            escape = !escape && *c == b'\\';
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'"' {
+            // Most of a line is its strings: to their closing quote (or
+            // the byte after an escape) by a search, not a byte at a time.
+            let mut j = i + 1;
+            loop {
+                match memchr::memchr2(b'"', b'\\', &b[j.min(b.len())..]) {
+                    None => return Some(leads),
+                    Some(k) if b[j + k] == b'\\' => j += k + 2,
+                    Some(k) => {
+                        i = j + k + 1;
+                        break;
+                    }
+                }
+            }
             continue;
         }
-        in_string = *c == b'"';
-        if !c.is_ascii_digit() || !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-            continue;
+        if c.is_ascii_digit() && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            // Not a fraction's or an exponent's digits, nor the integer
+            // part's later ones.
+            let sign = i > 0 && b[i - 1] == b'-';
+            let before = b.get((i - usize::from(sign)).wrapping_sub(1));
+            if !before.is_some_and(|p| matches!(p, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
+            {
+                leads.push(u16::try_from(i).ok()?);
+            }
         }
-        // Not a fraction's or an exponent's digits, nor the integer part's
-        // later ones.
-        let sign = i > 0 && b[i - 1] == b'-';
-        let before = b.get((i - usize::from(sign)).wrapping_sub(1));
-        if !before.is_some_and(|p| matches!(p, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')) {
-            leads.push(u16::try_from(i).ok()?);
-        }
+        i += 1;
     }
     Some(leads)
 }
@@ -606,6 +618,38 @@ mod tests {
         let tops: std::collections::HashSet<u64> =
             (1..2000u64).map(|id| h.hash_one(id) >> 57).collect();
         assert_eq!(tops.len(), 128);
+    }
+
+    /// The search that skips strings finds the numbers a byte at a time
+    /// would: the quote and backslash rules, read one byte at a time here.
+    #[test]
+    fn leading_digits_skip_strings_as_a_byte_at_a_time_does() {
+        fn one_at_a_time(b: &[u8]) -> Vec<u16> {
+            let (mut in_string, mut escape) = (false, false);
+            let mut leads = Vec::new();
+            for (i, c) in b.iter().enumerate() {
+                if in_string {
+                    in_string = escape || *c != b'"';
+                    escape = !escape && *c == b'\\';
+                    continue;
+                }
+                in_string = *c == b'"';
+                let lead = c.is_ascii_digit()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_digit)
+                    && !b
+                        .get((i - usize::from(i > 0 && b[i - 1] == b'-')).wrapping_sub(1))
+                        .is_some_and(|p| b"0123456789.eE+-".contains(p));
+                if lead {
+                    leads.push(i as u16);
+                }
+            }
+            leads
+        }
+        let alphabet = b"\"\\0123456789-.e :a{}";
+        proptest::proptest!(|(picks in proptest::collection::vec(0..alphabet.len(), 0..80))| {
+            let b: Vec<u8> = picks.iter().map(|i| alphabet[*i]).collect();
+            proptest::prop_assert_eq!(leading_digits(&b), Some(one_at_a_time(&b)));
+        });
     }
 
     fn masked(s: &str) -> String {
