@@ -23,7 +23,7 @@ use crate::parse::template::Seen;
 use crate::parse::{parse_line, Event, Level, Metric, Producer, Record};
 use crate::pipeline::{Accumulator, Around, Text};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Address aliases of service names kept.
@@ -94,7 +94,8 @@ enum Waiting {
 #[derive(Clone)]
 pub struct State<'e> {
     pub(super) engine: &'e Engine,
-    pub(super) groups: HashMap<(usize, String), Acc>,
+    /// Looked up for every matched line: FxHash, not SipHash.
+    pub(super) groups: rustc_hash::FxHashMap<(usize, String), Acc>,
     /// Groups per rule: counted as they are made, not at each match.
     group_counts: Vec<u32>,
     tags: Recent<u32>,
@@ -135,7 +136,7 @@ impl Engine {
     pub fn state(&self) -> State<'_> {
         State {
             engine: self,
-            groups: HashMap::new(),
+            groups: Default::default(),
             group_counts: vec![0; self.rules.len()],
             tags: Recent::default(),
             pending: Vec::new(),
