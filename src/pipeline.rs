@@ -35,7 +35,16 @@ pub trait Accumulator: Send {
     /// Takes a line in the lean shape instead of its record, when what the
     /// record would add is known from the line's level, target and body
     /// alone: true when taken (the line is then not tokenized).
-    fn lean(&mut self, _source: &str, _line: u64, _seen: &Seen<'_>, _around: &Around<'_>) -> bool {
+    /// `fresh` is the event the line was read into when its shape was
+    /// new (see [`template::seen_reading`]).
+    fn lean(
+        &mut self,
+        _source: &str,
+        _line: u64,
+        _seen: &Seen<'_>,
+        _fresh: Option<&crate::parse::Event<'_>>,
+        _around: &Around<'_>,
+    ) -> bool {
         false
     }
     /// Every record of the block has been told; `text` is the block, for an
@@ -139,12 +148,17 @@ fn process_lines<A: Accumulator>(
     }
     let (mut pos, mut n) = (0, around.first_line);
     let mut ends = around.ends.iter();
+    let mut fresh = None;
     while pos < block.len() {
         let end = ends.next().copied().unwrap_or(block.len());
-        if let Some(l) = text.and_then(|t| template::seen(&t[pos..end])) {
+        let seen = match text {
+            Some(t) => template::seen_reading(&t[pos..end], &mut fresh),
+            None => None,
+        };
+        if let Some(l) = seen {
             // A record the tokenizer holds ends before this line.
             tok.flush(&mut |r| emit(&mut acc, r));
-            if acc.lean(source, n, &l, around) {
+            if acc.lean(source, n, &l, fresh.as_ref(), around) {
                 (pos, n) = (end + 1, n + 1);
                 continue;
             }

@@ -74,7 +74,14 @@ impl Accumulator for ParseOut {
 
     /// A line read through its shape is written from its shape's record
     /// ([`jsonl::write_seen`]), without its event.
-    fn lean(&mut self, source: &str, line: u64, seen: &Seen<'_>, _: &pipeline::Around<'_>) -> bool {
+    fn lean(
+        &mut self,
+        source: &str,
+        line: u64,
+        seen: &Seen<'_>,
+        _: Option<&crate::parse::Event<'_>>,
+        _: &pipeline::Around<'_>,
+    ) -> bool {
         if seen.cut {
             return false;
         }

@@ -569,14 +569,26 @@ pub fn read<'a>(line: &'a str, mut ev: &mut Event<'a>) -> bool {
 /// What a counting pass needs of a plain or JSON line whose shape is kept,
 /// through the cache: without its event when the shape was seen before.
 pub fn seen(line: &str) -> Option<Seen<'_>> {
-    with_shape(
+    seen_reading(line, &mut None)
+}
+
+/// [`seen`], and the event a line of a new shape was read into left in
+/// `scratch` (`None` there for a shape seen before): what is found of a
+/// shape is then found from it rather than by reading the line again.
+pub fn seen_reading<'a>(line: &'a str, scratch: &mut Option<Event<'a>>) -> Option<Seen<'a>> {
+    *scratch = None;
+    let found = with_shape(
         line,
         true,
-        &mut None,
-        |s, _| Some(s.seen(line)),
-        |s, _| s.map(|s| s.seen(line)),
-    )
-    .flatten()
+        scratch,
+        |s, _| (Some(s.seen(line)), false),
+        |s, _| (s.map(|s| s.seen(line)), s.is_some()),
+    );
+    match (&found, scratch.as_mut()) {
+        (Some((Some(seen), true)), Some(ev)) => ev.shape = seen.id,
+        _ => *scratch = None,
+    }
+    found?.0
 }
 
 #[cfg(test)]
@@ -650,6 +662,27 @@ mod tests {
             let b: Vec<u8> = picks.iter().map(|i| alphabet[*i]).collect();
             proptest::prop_assert_eq!(leading_digits(&b), Some(one_at_a_time(&b)));
         });
+    }
+
+    /// A line of a new shape leaves the event it was read into, the one
+    /// reading it through its shape makes; a line of a shape seen before
+    /// leaves none.
+    #[test]
+    fn a_new_shapes_line_leaves_its_event() {
+        let line = "[    12.000001s] DEBUG ThreadId(07) inbound:accept{client.addr=10.1.2.3:4567}: linkerd_app_inbound::detect: a shape of its own here";
+        let mut scratch = None;
+        let seen = seen_reading(line, &mut scratch).expect("a shape");
+        let fresh = scratch.take().expect("read into the scratch event");
+        assert_eq!(fresh.shape, seen.id);
+        let again = crate::parse::parse_line(line).unwrap();
+        assert_eq!(format!("{fresh:?}"), format!("{again:?}"));
+        let other = line.replace("12.000001", "13.500000");
+        let mut scratch = None;
+        assert_eq!(
+            seen_reading(&other, &mut scratch).map(|s| s.id),
+            Some(seen.id)
+        );
+        assert!(scratch.is_none());
     }
 
     fn masked(s: &str) -> String {

@@ -638,13 +638,20 @@ impl Accumulator for State<'_> {
         self.stats.see_source(source);
     }
 
-    fn lean(&mut self, _: &str, line: u64, seen: &Seen<'_>, around: &Around<'_>) -> bool {
+    fn lean(
+        &mut self,
+        _: &str,
+        line: u64,
+        seen: &Seen<'_>,
+        fresh: Option<&Event<'_>>,
+        around: &Around<'_>,
+    ) -> bool {
         let tags = &mut self.tags;
         let mut tag = |bit: u32, c: &str| tags.update(c, |t| *t |= bit);
         if seen.cut {
             return false;
         }
-        let Some((conn, format)) = self.engine.quiet(seen, &mut tag) else {
+        let Some((conn, format)) = self.engine.quiet(seen, fresh, &mut tag) else {
             return false;
         };
         let s = &mut self.stats;

@@ -281,6 +281,7 @@ impl Engine {
     pub(super) fn quiet<'l>(
         &self,
         seen: &Seen<'l>,
+        fresh: Option<&Event<'_>>,
         tag: &mut impl FnMut(u32, &'l str),
     ) -> Option<(ConnShape, Format)> {
         thread_local! {
@@ -318,7 +319,9 @@ impl Engine {
         }
         let f = SHARED.get(seen.id, ours).unwrap_or_else(|| {
             let mut ev = Event::default();
-            let f = if template::read(seen.line, &mut ev) {
+            let f = if let Some(fresh) = fresh {
+                self.find(fresh, seen)
+            } else if template::read(seen.line, &mut ev) {
                 self.find(&ev, seen)
             } else {
                 Facts {

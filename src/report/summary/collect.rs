@@ -391,7 +391,14 @@ impl Accumulator for SummaryAcc<'_> {
     }
 
     /// A line of a shape with a plan ([`lean`]) is counted by it.
-    fn lean(&mut self, source: &str, n: u64, seen: &Seen<'_>, _: &Around<'_>) -> bool {
+    fn lean(
+        &mut self,
+        source: &str,
+        n: u64,
+        seen: &Seen<'_>,
+        _: Option<&Event<'_>>,
+        _: &Around<'_>,
+    ) -> bool {
         let engine = self.engine;
         lean::read(engine, seen, |line, cues| {
             let cue = format_cue(seen.producer, seen.thread, seen.timestamp, seen.target);
