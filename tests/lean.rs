@@ -90,6 +90,51 @@ fn generated(size: u64) -> Vec<(String, Vec<u8>)> {
         gen::generate(&o, &mut buf).unwrap();
         out.push((format!("{scenario:?} {format:?} {wrap:?}"), buf));
     }
+    let mut young = Vec::new();
+    let o = gen::Opts {
+        size,
+        seed: 7,
+        scenario: Scenario::Mixed,
+        format: Format::Mixed,
+        wrap: Wrap::None,
+    };
+    gen::generate(&o, &mut young).unwrap();
+    out.push(("Mixed Mixed None, from 0 s to 2 000 s".into(), aged(&young)));
+    out
+}
+
+/// `log` with its uptimes, plain and JSON, spread from where they are to
+/// 2 000 s more: its lines' brackets fill their padding as they grow.
+fn aged(log: &[u8]) -> Vec<u8> {
+    let lines: Vec<&[u8]> = log.split(|b| *b == b'\n').collect();
+    let n = lines.len() as u64;
+    let mut out = Vec::with_capacity(log.len());
+    for (i, line) in lines.iter().enumerate() {
+        let at = if line.starts_with(b"[") {
+            Some(0)
+        } else if line.starts_with(br#"{"timestamp":"["#) {
+            Some(14)
+        } else {
+            None
+        };
+        // `[` six places of seconds, a point, six digits, `s]`.
+        let bracket = at.and_then(|a| {
+            let b = line.get(a..a + 16)?;
+            let secs: u64 = std::str::from_utf8(&b[1..7]).ok()?.trim().parse().ok()?;
+            (b[7] == b'.' && &b[14..] == b"s]").then_some((a, secs))
+        });
+        match bracket {
+            Some((a, secs)) => {
+                let grown = secs + 2000 * i as u64 / n;
+                out.extend_from_slice(&line[..a + 1]);
+                out.extend_from_slice(format!("{grown:>6}").as_bytes());
+                out.extend_from_slice(&line[a + 7..]);
+            }
+            None => out.extend_from_slice(line),
+        }
+        out.push(b'\n');
+    }
+    out.pop();
     out
 }
 
@@ -354,8 +399,11 @@ fn parse_records_by_shape_are_the_same() {
 }
 
 /// Lines of one shape whose digits decide their status (`099` is none),
-/// their size (past `u64`, none) and their component (`h2` is the proxy's
-/// HTTP/2 crate, `h7` nothing known), plain and JSON.
+/// their size (past `u64`, none), their component (`h2` is the proxy's
+/// HTTP/2 crate, `h7` nothing known) and their uptime (grown into its
+/// padding), plain and JSON; and JSON lines whose timestamp, not an
+/// uptime, is padded as one (a line has digits where the first had
+/// spaces).
 #[test]
 fn what_a_shapes_digits_decide_is_read_from_each_line() {
     let plain = |up: &str, root: &str, status: &str, sz: &str| {
@@ -372,12 +420,20 @@ fn what_a_shapes_digits_decide_is_read_from_each_line() {
         ("     2.000000", "h7", "099", "99999999999999999999", "999"),
         ("     3.000000", "h2", "999", "00000000000000000012", "200"),
         ("     4.000000", "h7", "200", "12345678901234567890", "404"),
+        ("   500.000000", "h2", "503", "12345678901234567890", "503"),
     ] {
         text += &plain(up, root, status, sz);
         text += &json(up, root, json_status);
     }
+    for stamp in ["[  5 weird]", "[ 55 weird]", "[555 weird]"] {
+        text += &format!(
+            r#"{{"timestamp":"{stamp}","level":"INFO","fields":{{"message":"grown"}},"target":"linkerd_app_inbound","threadId":"ThreadId(1)"}}"#
+        );
+        text += "\n";
+    }
     let want = parse_output(text.as_bytes(), false, None, Only::All, 2 << 20);
     assert!(want.contains(r#""component":"unknown""#) && want.contains(r#""status":200"#));
+    assert!(want.contains(r#""uptime":500.0,"#) && want.contains("[ 55 weird]"));
     assert_eq!(
         parse_output(text.as_bytes(), true, None, Only::All, 2 << 20),
         want

@@ -1,5 +1,6 @@
 //! A line's text with every digit made `0`, and a hash of it: the key a
-//! line shape is looked up by ([`template`](super::template)). It is made
+//! line shape is looked up by ([`template`](super::template)). The spaces
+//! that pad an uptime bracket are made `0` too ([`padding`]). It is made
 //! for every line read through a shape, so in vector registers: 32 bytes
 //! at a time where the processor has AVX2, 16 with SSE2 (every x86_64
 //! has it); elsewhere the same bytes and the same hash are made a word at
@@ -23,8 +24,30 @@ pub struct Masked {
     pub backslash: bool,
 }
 
-/// Copies `line` into `out` with every ASCII digit made `0`; returns a
-/// hash of the copy.
+/// The spaces that pad an uptime bracket at the start of a plain line, or
+/// of a JSON line's `timestamp`, before its first digit. A bracket keeps
+/// its width as its seconds grow into them (`[     9.5s]`, `[    10.5s]`),
+/// so they are masked as the digits they become: a log read from a proxy's
+/// start would otherwise hold each of its shapes again at 10, 100 and
+/// 1 000 seconds (12 629 shapes in the generated 1 GiB mixed log, not
+/// 25 451). A proxy pads its seconds to six places (`{secs:>6}`): the
+/// seven bytes after the bracket's `[` hold them, and the digit after.
+pub fn padding(line: &[u8]) -> Option<(usize, usize)> {
+    const JSON: &[u8] = br#"{"timestamp":"["#;
+    let from = match line.first()? {
+        b'[' => 1,
+        b'{' if line.starts_with(JSON) => JSON.len(),
+        _ => return None,
+    };
+    let word = u64::from_le_bytes(line.get(from..from + 8)?.try_into().ok()?);
+    // The bytes that are spaces, from the first, as zero bits.
+    let spaces = ((word ^ 0x2020_2020_2020_2020).trailing_zeros() / 8) as usize;
+    let digit = (word >> (8 * spaces.min(7))) as u8;
+    (spaces > 0 && spaces < 8 && digit.is_ascii_digit()).then_some((from, from + spaces))
+}
+
+/// Copies `line` into `out` with every ASCII digit, and the spaces that
+/// pad its uptime, made `0`; returns a hash of the copy.
 pub fn mask(line: &[u8], out: &mut Vec<u8>) -> Masked {
     #[cfg(target_arch = "x86_64")]
     {
@@ -40,27 +63,6 @@ pub fn mask(line: &[u8], out: &mut Vec<u8>) -> Masked {
     {
         words::mask(line, out)
     }
-}
-
-/// Calls `each` with where each chunk of a line of `len` bytes starts:
-/// every 32 bytes, and the last one ends where the line does (it overlaps
-/// the one before; masking a byte twice makes it the same). False,
-/// calling it for none, for a line shorter than a chunk, which is read as
-/// one chunk padded with zeros.
-#[inline(always)]
-fn chunks(len: usize, mut each: impl FnMut(usize)) -> bool {
-    if len < CHUNK {
-        return false;
-    }
-    let mut s = 0;
-    while s + CHUNK <= len {
-        each(s);
-        s += CHUNK;
-    }
-    if s < len {
-        each(len - CHUNK);
-    }
-    true
 }
 
 /// The hash of a text of `len` bytes whose chunks left the accumulator
@@ -82,7 +84,28 @@ fn finish(a: [u64; 4], len: usize) -> u64 {
 /// The word at a time way, which the vector ways must equal.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 mod words {
-    use super::{chunks, finish, Chunk, Masked, CHUNK, SEED};
+    use super::{finish, padding, Chunk, Masked, CHUNK, SEED};
+
+    /// Calls `each` with where each chunk of a line of `len` bytes starts:
+    /// every 32 bytes, and the last one ends where the line does (it overlaps
+    /// the one before; masking a byte twice makes it the same). False,
+    /// calling it for none, for a line shorter than a chunk, which is read as
+    /// one chunk padded with zeros.
+    #[inline(always)]
+    fn chunks(len: usize, mut each: impl FnMut(usize)) -> bool {
+        if len < CHUNK {
+            return false;
+        }
+        let mut s = 0;
+        while s + CHUNK <= len {
+            each(s);
+            s += CHUNK;
+        }
+        if s < len {
+            each(len - CHUNK);
+        }
+        true
+    }
 
     fn mask_byte(b: u8) -> u8 {
         if b.is_ascii_digit() {
@@ -109,6 +132,9 @@ mod words {
     pub fn mask(line: &[u8], out: &mut Vec<u8>) -> Masked {
         out.clear();
         out.extend(line.iter().map(|b| mask_byte(*b)));
+        if let Some((from, to)) = padding(line) {
+            out[from..to].fill(b'0');
+        }
         let mut a = SEED;
         let whole = chunks(line.len(), |s| {
             step(&mut a, out[s..s + CHUNK].try_into().expect("a chunk"));
@@ -143,13 +169,23 @@ mod words {
             for len in 0..150 {
                 for _ in 0..20 {
                     // Digits, the bytes either side of them, and any byte.
-                    let line: Vec<u8> = (0..len)
+                    let mut line: Vec<u8> = (0..len)
                         .map(|_| match next() % 3 {
                             0 => b'0' + (next() % 10) as u8,
                             1 => [b'/', b':', b' ', b'a', b'\\'][(next() % 5) as usize],
                             _ => next() as u8,
                         })
                         .collect();
+                    // And half of them open with an uptime bracket whose
+                    // padding ends anywhere in the first chunks.
+                    let heads: [&[u8]; 2] = [b"[", br#"{"timestamp":"["#];
+                    let head = heads[(next() % 2) as usize];
+                    if next() % 2 == 0 && line.len() > head.len() + 1 {
+                        line[..head.len()].copy_from_slice(head);
+                        let spaces = (next() as usize % 10).min(line.len() - head.len() - 1);
+                        line[head.len()..head.len() + spaces].fill(b' ');
+                        line[head.len() + spaces] = b'0' + (next() % 10) as u8;
+                    }
                     let mut want = Vec::new();
                     let hash = super::mask(&line, &mut want);
                     assert_eq!(hash.backslash, line.contains(&b'\\'));
@@ -171,7 +207,7 @@ mod words {
 
 #[cfg(target_arch = "x86_64")]
 mod vector {
-    use super::{chunks, finish, Chunk, Masked, CHUNK, SEED};
+    use super::{finish, padding, Chunk, Masked, CHUNK, SEED};
     use std::arch::x86_64::*;
 
     /// Sixteen bytes `v` masked, and the accumulator's pair of words `a`
@@ -201,24 +237,73 @@ mod vector {
         (_mm256_add_epi64(_mm256_add_epi64(a, swapped), prod), m)
     }
 
-    /// Runs `step` on each chunk of `line`, loaded from `src + at` and
-    /// its masked bytes stored at `dst + at`, into `out`.
+    /// Or-ed into lanes, these make the padding's spaces `0` (0x20 | 0x10):
+    /// 32 bytes from `32 - lo` of the first and `32 - hi` of the second,
+    /// and-ed, are 0x10 in lanes `lo..hi` and 0 elsewhere.
+    static FROM: [u8; 64] = ramp(0, 0x10);
+    static UNTIL: [u8; 64] = ramp(0xff, 0);
+
+    const fn ramp(low: u8, high: u8) -> [u8; 64] {
+        let mut t = [low; 64];
+        let mut i = 32;
+        while i < 64 {
+            t[i] = high;
+            i += 1;
+        }
+        t
+    }
+
+    /// The bits that make the padding of lanes `lo..hi` of 32 `0`, for the
+    /// 16 of them from lane `half`.
     #[inline(always)]
-    fn each_chunk(line: &[u8], out: &mut Vec<u8>, mut step: impl FnMut(*const u8, *mut u8)) {
+    fn pad_bits(lo: usize, hi: usize, half: usize) -> (*const u8, *const u8) {
+        (
+            FROM[32 - lo + half..].as_ptr(),
+            UNTIL[32 - hi + half..].as_ptr(),
+        )
+    }
+
+    /// Runs `step` on each chunk of `line` (those [`words`](super::words)
+    /// steps, in its order), loaded from `src + at` and its masked bytes stored at
+    /// `dst + at`, into `out`; with the lanes of the chunk that are
+    /// padding ([`padding`]), which only the first chunk holds, and the
+    /// last where it overlaps the first.
+    #[inline(always)]
+    fn each_chunk(
+        line: &[u8],
+        out: &mut Vec<u8>,
+        mut step: impl FnMut(*const u8, *mut u8, Option<(usize, usize)>),
+    ) {
         let len = line.len();
         out.clear();
         out.reserve(len);
+        let pad = padding(line);
+        let lanes = |s: usize| {
+            let (from, to) = pad?;
+            (s < to).then(|| (from.saturating_sub(s), to - s))
+        };
         let (src, dst) = (line.as_ptr(), out.as_mut_ptr());
-        // SAFETY: `s + CHUNK <= len`, and `out` has room for `len` bytes.
-        let whole = chunks(len, |s| unsafe { step(src.add(s), dst.add(s)) });
-        if whole {
-            // SAFETY: the chunks cover every byte below `len`.
-            unsafe { out.set_len(len) };
+        if len >= CHUNK {
+            // SAFETY: each chunk is within `len`, and `out` has room for
+            // `len` bytes, which the chunks cover.
+            unsafe {
+                step(src, dst, lanes(0));
+                let mut s = CHUNK;
+                while s + CHUNK <= len {
+                    step(src.add(s), dst.add(s), None);
+                    s += CHUNK;
+                }
+                if s < len {
+                    let last = len - CHUNK;
+                    step(src.add(last), dst.add(last), lanes(last));
+                }
+                out.set_len(len);
+            }
         } else {
             let mut c: Chunk = [0; CHUNK];
             c[..len].copy_from_slice(line);
             let p = c.as_mut_ptr();
-            step(p, p);
+            step(p, p, lanes(0));
             out.extend_from_slice(&c[..len]);
         }
     }
@@ -230,11 +315,23 @@ mod vector {
         let mut lo = _mm_set_epi64x(SEED[1] as i64, SEED[0] as i64);
         let mut hi = _mm_set_epi64x(SEED[3] as i64, SEED[2] as i64);
         let (bs, mut seen) = (_mm_set1_epi8(b'\\' as i8), _mm_setzero_si128());
-        // SAFETY: `each_chunk` passes 32 bytes to read and to write.
-        each_chunk(line, out, |src, dst| unsafe {
-            let (a, m) = step_sse2(lo, _mm_loadu_si128(src.cast()));
+        // SAFETY: `each_chunk` passes 32 bytes to read and to write, and
+        // padding lanes within 32.
+        each_chunk(line, out, |src, dst, pad| unsafe {
+            let (mut v, mut w) = (
+                _mm_loadu_si128(src.cast()),
+                _mm_loadu_si128(src.add(16).cast()),
+            );
+            if let Some((l, h)) = pad {
+                let bits = |half| {
+                    let (f, u) = pad_bits(l, h, half);
+                    _mm_and_si128(_mm_loadu_si128(f.cast()), _mm_loadu_si128(u.cast()))
+                };
+                (v, w) = (_mm_or_si128(v, bits(0)), _mm_or_si128(w, bits(16)));
+            }
+            let (a, m) = step_sse2(lo, v);
             _mm_storeu_si128(dst.cast(), m);
-            let (b, n) = step_sse2(hi, _mm_loadu_si128(src.add(16).cast()));
+            let (b, n) = step_sse2(hi, w);
             _mm_storeu_si128(dst.add(16).cast(), n);
             (lo, hi) = (a, b);
             let either = _mm_or_si128(_mm_cmpeq_epi8(m, bs), _mm_cmpeq_epi8(n, bs));
@@ -263,9 +360,17 @@ mod vector {
         let s = SEED.map(|w| w as i64);
         let mut acc = _mm256_set_epi64x(s[3], s[2], s[1], s[0]);
         let (bs, mut seen) = (_mm256_set1_epi8(b'\\' as i8), _mm256_setzero_si256());
-        // SAFETY: `each_chunk` passes 32 bytes to read and to write.
-        each_chunk(line, out, |src, dst| unsafe {
-            let (a, m) = step_avx2(acc, _mm256_loadu_si256(src.cast()));
+        // SAFETY: `each_chunk` passes 32 bytes to read and to write, and
+        // padding lanes within 32.
+        each_chunk(line, out, |src, dst, pad| unsafe {
+            let mut v = _mm256_loadu_si256(src.cast());
+            if let Some((l, h)) = pad {
+                let (f, u) = pad_bits(l, h, 0);
+                let bits =
+                    _mm256_and_si256(_mm256_loadu_si256(f.cast()), _mm256_loadu_si256(u.cast()));
+                v = _mm256_or_si256(v, bits);
+            }
+            let (a, m) = step_avx2(acc, v);
             _mm256_storeu_si256(dst.cast(), m);
             acc = a;
             seen = _mm256_or_si256(seen, _mm256_cmpeq_epi8(m, bs));

@@ -12,7 +12,7 @@ pub mod json;
 mod json_scan;
 pub mod kube;
 pub mod learnt;
-mod mask;
+pub(crate) mod mask;
 pub mod metrics;
 pub mod other;
 pub mod plain;

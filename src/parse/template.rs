@@ -111,8 +111,9 @@ impl std::hash::Hasher for IdHasher {
 /// Where a line's clock is, and how it is read.
 #[derive(Clone, Copy, Debug)]
 enum Clock {
-    /// The plain format's uptime bracket: the digits before and after the
-    /// point.
+    /// The plain format's uptime bracket: its seconds with their padding
+    /// (masked as digits), and the digits after the point. Padding of other
+    /// whitespace than spaces is not read here (the tokenizer reads it).
     Bracket {
         secs: R,
         frac: R,
@@ -201,7 +202,7 @@ impl Shape {
             let (secs, frac, _) = uptime_parts(line)?;
             let clock = (|| {
                 Some(Clock::Bracket {
-                    secs: range(line, secs)?,
+                    secs: (1, range(line, secs)?.1),
                     frac: range(line, frac)?,
                 })
             })();
@@ -363,7 +364,7 @@ impl Clock {
         let at = |r: R| at(line, r);
         Some(match self {
             Clock::Bracket { secs, frac } => {
-                let up = seconds(at(secs), at(frac))?;
+                let up = seconds(at(secs).trim_start_matches(' '), at(frac))?;
                 let digits = (frac.1 - frac.0) as usize;
                 Some(proxy_uptime(up, digits, thread))
             }
@@ -700,6 +701,16 @@ mod tests {
             .collect();
         assert_eq!(masked(&all), want);
         assert_eq!(masked("é9ü"), "é0ü");
+        // An uptime's padding too, but no other spaces.
+        assert_eq!(masked("[     9.5s] a 7"), "[000000.0s] a 0");
+        assert_eq!(masked("[ 9 ] a b c"), "[00 ] a b c");
+        assert_eq!(masked("[  x 9 a b c"), "[  x 0 a b c");
+        assert_eq!(masked("[        9.5s] a"), "[        0.0s] a");
+        assert_eq!(masked(" [ 9"), " [ 0");
+        assert_eq!(
+            masked(r#"{"timestamp":"[  12.5s]","x":"[ 1"}"#),
+            r#"{"timestamp":"[0000.0s]","x":"[ 0"}"#
+        );
     }
 
     /// A JSON line whose masked text is a known shape's, but one of whose
@@ -761,6 +772,42 @@ mod tests {
         assert_eq!(ev.shape, 0, "{twice}");
         let unicode = line("3", "4", r#","u":"\u00e9""#);
         assert!(seen(&unicode).is_none());
+    }
+
+    /// An uptime that grows into its bracket's padding keeps its line's
+    /// shape (plain and JSON), and each line reads as it reads alone.
+    #[test]
+    fn an_uptime_grown_into_its_padding_keeps_its_shape() {
+        let plain = |up: &str| {
+            format!("[{up}s]  INFO ThreadId(01) inbound: linkerd_app_inbound: grown n=7")
+        };
+        let json = |up: &str| {
+            format!(
+                r#"{{"timestamp":"[{up}s]","level":"INFO","fields":{{"message":"grown","n":7}},"target":"linkerd_app_inbound","threadId":"ThreadId(1)"}}"#
+            )
+        };
+        for line in [plain, json] {
+            let ups = [
+                "     9.250000",
+                "    10.250000",
+                "  1234.500000",
+                "123456.000001",
+            ];
+            let mut ids = Vec::new();
+            for up in ups {
+                let l = line(up);
+                let mut a = Event::default();
+                assert!(read(&l, &mut a), "{l}");
+                ids.push(a.shape);
+                a.shape = 0;
+                let mut b = Event::default();
+                assert!(super::super::parse_uncached(&l, &mut b), "{l}");
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{l}");
+                let seen = seen(&l).expect("kept");
+                assert_eq!(seen.uptime(), Some(Some(up.trim().parse::<f64>().unwrap())));
+            }
+            assert!(ids.iter().all(|i| *i == ids[0] && *i != 0), "{ids:?}");
+        }
     }
 
     /// Lines of one shape read through the cache as they read alone.

@@ -4,6 +4,7 @@
 use super::{escaped, event, status_part, string, sz_part, Hole, Obj, Recorder};
 use crate::parse::component::of_target;
 use crate::parse::learnt::Generations;
+use crate::parse::mask::padding;
 use crate::parse::template::Seen;
 use crate::parse::{Component, Event, Producer};
 use std::cell::RefCell;
@@ -18,7 +19,7 @@ struct Template {
     holes: Box<[(u32, u32, Hole)]>,
     /// Where runs of the line's digits are in `bytes`, from where in the
     /// line, and how many (every line of a shape has its digits where its
-    /// first line has them).
+    /// first line has them, or pads its uptime).
     digits: Box<[(u32, u16, u16)]>,
 }
 
@@ -74,6 +75,8 @@ impl Template {
     fn new(bytes: &[u8], start: usize, rec: &Recorder<'_>) -> Option<Template> {
         let at = |p: usize| u32::try_from(p - start).ok();
         let line = rec.line.as_bytes();
+        // A later line may have digits where this one pads its uptime.
+        let pad = padding(line);
         let (mut holes, mut digits) = (Vec::new(), Vec::<(u32, u16, u16)>::new());
         for &(s, e, h) in &rec.holes {
             let Hole::Slice {
@@ -87,7 +90,8 @@ impl Template {
             };
             for i in 0..len {
                 let l = from + i;
-                if !line[usize::from(l)].is_ascii_digit() {
+                let padded = pad.is_some_and(|(f, t)| (f..t).contains(&usize::from(l)));
+                if !line[usize::from(l)].is_ascii_digit() && !padded {
                     continue;
                 }
                 let o = at(s + usize::from(i))?;
