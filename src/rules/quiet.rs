@@ -213,10 +213,13 @@ struct Facts {
     /// first digit would be and which literal: each line's digits decide.
     digits: Box<[(u32, u16)]>,
     conn: ConnShape,
-    /// Its lines' format, when their target holds no digit (and so is the
-    /// same for each of them).
-    format: Option<Format>,
+    format: Shaped,
 }
+
+/// A shape's lines' format: its first line's, and that line's target when
+/// it holds a digit (`h2`), for only lines of that target have it (the
+/// same shape's `h7` is not the proxy's crate).
+type Shaped = (Format, Option<Box<str>>);
 
 /// What a quiet line's format adds to the counts: whether its target is
 /// Linkerd's, and the era its producer, head and target suggest.
@@ -235,10 +238,17 @@ impl Format {
         }
     }
 
-    /// The format of each line of `seen`'s shape, when one line tells it.
-    fn of_shape(seen: &Seen<'_>) -> Option<Format> {
+    fn of_shape(seen: &Seen<'_>) -> Shaped {
         let digit = seen.target.bytes().any(|b| b.is_ascii_digit());
-        (!digit).then(|| Format::of(seen))
+        (Format::of(seen), digit.then(|| seen.target.into()))
+    }
+
+    /// The format of `seen`, a line of the shape `shaped` is of.
+    fn of_line(shaped: &Shaped, seen: &Seen<'_>) -> Format {
+        match &shaped.1 {
+            Some(target) if **target != *seen.target => Format::of(seen),
+            _ => shaped.0,
+        }
     }
 }
 
@@ -298,7 +308,7 @@ impl Engine {
                 return None;
             }
             f.tag(seen.line, tag);
-            Some((f.conn, f.format.unwrap_or_else(|| Format::of(seen))))
+            Some((f.conn, Format::of_line(&f.format, seen)))
         };
         // What this thread knows is read in place: the shared count of an
         // `Arc` is not touched for every line.
@@ -330,7 +340,7 @@ impl Engine {
                     tags: Box::default(),
                     digits: Box::default(),
                     conn: ConnShape::UNKNOWN,
-                    format: None,
+                    format: Format::of_shape(seen),
                 }
             };
             SHARED.put(seen.id, f, ours)
@@ -509,15 +519,33 @@ mod tests {
     }
 
     /// A shape's format is each of its lines' only where their target holds
-    /// no digit: an `h2` target's lines are each told their own.
+    /// no digit: where it does, lines of the first line's target have its
+    /// format (`linkerd2_app_core`, of proxies up to 2.9), others their own
+    /// (`linkerd3_app_core`, of none).
     #[test]
     fn a_format_is_the_shapes_only_where_its_target_has_no_digit() {
         let line = |t: &str| format!("[     1.000000s] DEBUG ThreadId(01) {t}: something happened");
         let serve = line("linkerd_app_core::serve");
-        let f = Format::of_shape(&template::seen(&serve).unwrap()).expect("no digit");
-        assert!(f.linkerd);
-        let h2 = line("h2::proto::connection");
-        assert!(Format::of_shape(&template::seen(&h2).unwrap()).is_none());
+        let f = Format::of_shape(&template::seen(&serve).unwrap());
+        assert!(f.0.linkerd && f.1.is_none());
+        let (two, three) = (
+            line("linkerd2_app_core::serve"),
+            line("linkerd3_app_core::serve"),
+        );
+        let (two, three) = (
+            template::seen(&two).unwrap(),
+            template::seen(&three).unwrap(),
+        );
+        assert_eq!(two.id, three.id, "one shape");
+        let f = Format::of_shape(&two);
+        assert_eq!(f.1.as_deref(), Some("linkerd2_app_core::serve"));
+        let debug = |f: Format| format!("{f:?}");
+        assert_ne!(debug(Format::of(&two)), debug(Format::of(&three)));
+        assert_eq!(debug(Format::of_line(&f, &two)), debug(Format::of(&two)));
+        assert_eq!(
+            debug(Format::of_line(&f, &three)),
+            debug(Format::of(&three))
+        );
     }
 
     /// A literal with a digit is a spot where a rule's search would find
