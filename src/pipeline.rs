@@ -137,11 +137,17 @@ fn process_lines<A: Accumulator>(
     let arena = Arena::new();
     let mut tok = Tokenizer::new(&arena);
     let block = around.data;
-    // Most blocks are UTF-8 without escape bytes (colour codes): checked
-    // once here, not line by line. Lean lines are looked for only in such a
-    // block, whose lines `normalize` leaves as they are.
-    let clean = simdutf8::basic::from_utf8(block).ok().filter(|_| !escapes);
-    let text = clean.filter(|_| acc.wants_lean());
+    // Lean lines are looked for only in a block without escape bytes
+    // (colour codes), whose UTF-8 lines `normalize` leaves as they are; a
+    // line is UTF-8 as its shape's first line was, so only a line of a new
+    // shape is checked. Other blocks are checked once here, not line by
+    // line.
+    let lean = !escapes && acc.wants_lean();
+    let clean = if lean || escapes {
+        None
+    } else {
+        simdutf8::basic::from_utf8(block).ok()
+    };
     let emit = |acc: &mut A, r: &mut Record<'_>| acc.record_in(source, r, around);
     if !block.is_empty() {
         acc.source(source);
@@ -151,9 +157,10 @@ fn process_lines<A: Accumulator>(
     let mut fresh = None;
     while pos < block.len() {
         let end = ends.next().copied().unwrap_or(block.len());
-        let seen = match text {
-            Some(t) => template::seen_reading(&t[pos..end], &mut fresh),
-            None => None,
+        let seen = if lean {
+            template::seen_reading(&block[pos..end], &mut fresh)
+        } else {
+            None
         };
         if let Some(l) = seen {
             // A record the tokenizer holds ends before this line.

@@ -100,6 +100,27 @@ fn generated(size: u64) -> Vec<(String, Vec<u8>)> {
     };
     gen::generate(&o, &mut young).unwrap();
     out.push(("Mixed Mixed None, from 0 s to 2 000 s".into(), aged(&young)));
+    let broken = broken(&out[0].1);
+    out.push(("Gateway Plain None, some lines not UTF-8".into(), broken));
+    out
+}
+
+/// `log` with a byte that is not UTF-8 in every 97th line: the blocks
+/// with one hold lines of kept shapes that are UTF-8 and some that are not.
+fn broken(log: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(log.len() + log.len() / 4096);
+    for (i, line) in log.split(|b| *b == b'\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        if i % 97 == 0 && line.len() > 40 {
+            out.extend_from_slice(&line[..30]);
+            out.push(0xff);
+            out.extend_from_slice(&line[30..]);
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
     out
 }
 

@@ -292,9 +292,8 @@ impl Shape {
 
     /// Is `line`, of this shape's masked text, read as its first line was?
     /// Not when one of its numbers is not one (`012`).
-    fn reads(&self, line: &str) -> bool {
-        let b = line.as_bytes();
-        self.leads.iter().all(|p| b[usize::from(*p)] != b'0')
+    fn reads(&self, line: &[u8]) -> bool {
+        self.leads.iter().all(|p| line[usize::from(*p)] != b'0')
     }
 
     fn fill<'a>(&self, line: &'a str, ev: &mut Event<'a>) -> bool {
@@ -500,41 +499,54 @@ impl<'a> Scratch<'a> for Option<Event<'a>> {
 }
 
 /// Looks `line` up; on a miss, reads it into `ev` and keeps its shape.
-/// `None` when the line is not one a shape can be kept for.
+/// `None` when the line is not one a shape can be kept for, or is not
+/// UTF-8. `text` is the line, when the caller knows it is UTF-8; a line
+/// of a kept shape is, without being checked: it differs from the shape's
+/// first line, which was, only where that had an ASCII digit or a space
+/// of padding ([`mask`]), and has one of those there. The line as text is
+/// passed on to `hit` or `miss`.
 fn with_shape<'a, T, E: Scratch<'a>>(
-    line: &'a str,
+    line: &'a [u8],
+    text: Option<&'a str>,
     refuse_unicode_escapes: bool,
     ev: &mut E,
-    hit: impl FnOnce(&Shape, &mut E) -> T,
-    miss: impl FnOnce(Option<&Shape>, &mut E) -> T,
+    hit: impl FnOnce(&'a str, &Shape, &mut E) -> T,
+    miss: impl FnOnce(&'a str, Option<&Shape>, &mut E) -> T,
 ) -> Option<T> {
     // Cheap refusals first: other lines start with neither.
-    if !matches!(line.as_bytes().first(), Some(b'[' | b'{')) {
+    if !matches!(line.first(), Some(b'[' | b'{')) {
         return None;
     }
+    // SAFETY: called for a line whose masked text is a kept shape's key
+    // (see above).
+    let known = || text.unwrap_or_else(|| unsafe { std::str::from_utf8_unchecked(line) });
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = &mut *c;
-        let m = mask(line.as_bytes(), &mut c.masked);
+        let m = mask(line, &mut c.masked);
         // The shape of a JSON line with `\u` escapes is never kept: a
         // counting pass would look it up only to refuse it, and the
         // tokenizer then parse it again.
-        let json = line.starts_with('{');
-        if refuse_unicode_escapes && json && m.backslash && unicode_escapes(line.as_bytes()) {
+        let json = line[0] == b'{';
+        if refuse_unicode_escapes && json && m.backslash && unicode_escapes(line) {
             return None;
         }
         let h = m.hash;
         let masked = &c.masked[..];
         if let Some(s) = c.shapes.young(h).filter(|s| *s.key == *masked) {
-            return s.reads(line).then(|| hit(s, ev));
+            return s.reads(line).then(|| hit(known(), s, ev));
         }
         let old = c.shapes.take_old(h, |s| *s.key == *masked && s.reads(line));
-        let (shape, fresh) = match old.or_else(|| SHARED.get(h, |s| *s.key == *masked)) {
+        let (shape, fresh, text) = match old.or_else(|| SHARED.get(h, |s| *s.key == *masked)) {
             Some(s) if !s.reads(line) => return None,
-            Some(s) => (s, false),
+            Some(s) => (s, false, known()),
             None => {
-                let Some(mut shape) = Shape::read(line, ev.event())? else {
-                    return Some(miss(None, ev));
+                let text = match text {
+                    Some(t) => t,
+                    None => simdutf8::basic::from_utf8(line).ok()?,
+                };
+                let Some(mut shape) = Shape::read(text, ev.event())? else {
+                    return Some(miss(text, None, ev));
                 };
                 shape.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
                 shape.key = masked.into();
@@ -543,47 +555,61 @@ fn with_shape<'a, T, E: Scratch<'a>>(
                 } else {
                     Arc::new(shape)
                 };
-                (shape, true)
+                (shape, true, text)
             }
         };
         let weight = shape.key.len();
         let s = c.shapes.keep(h, shape, weight);
-        Some(if fresh { miss(Some(s), ev) } else { hit(s, ev) })
+        Some(if fresh {
+            miss(text, Some(s), ev)
+        } else {
+            hit(text, s, ev)
+        })
     })
 }
 
 /// Reads a plain or JSON line into `ev` through the cache: false for any
 /// line it does not take (the tokenizer's general path reads it).
 pub fn read<'a>(line: &'a str, mut ev: &mut Event<'a>) -> bool {
-    let hit = |s: &Shape, ev: &mut &mut Event<'a>| {
+    let hit = |line: &'a str, s: &Shape, ev: &mut &mut Event<'a>| {
         let read = s.fill(line, ev);
         ev.shape = s.id;
         read
     };
-    let miss = |s: Option<&Shape>, ev: &mut &mut Event<'a>| {
+    let miss = |_: &'a str, s: Option<&Shape>, ev: &mut &mut Event<'a>| {
         ev.shape = s.map_or(0, |s| s.id);
         true
     };
-    with_shape(line, false, &mut ev, hit, miss).unwrap_or(false)
+    with_shape(line.as_bytes(), Some(line), false, &mut ev, hit, miss).unwrap_or(false)
 }
 
 /// What a counting pass needs of a plain or JSON line whose shape is kept,
 /// through the cache: without its event when the shape was seen before.
 pub fn seen(line: &str) -> Option<Seen<'_>> {
-    seen_reading(line, &mut None)
+    seen_in(line.as_bytes(), Some(line), &mut None)
 }
 
-/// [`seen`], and the event a line of a new shape was read into left in
-/// `scratch` (`None` there for a shape seen before): what is found of a
-/// shape is then found from it rather than by reading the line again.
-pub fn seen_reading<'a>(line: &'a str, scratch: &mut Option<Event<'a>>) -> Option<Seen<'a>> {
+/// [`seen`] of a line of bytes (`None` for one that is not UTF-8), and
+/// the event a line of a new shape was read into left in `scratch`
+/// (`None` there for a shape seen before): what is found of a shape is
+/// then found from it rather than by reading the line again.
+pub fn seen_reading<'a>(line: &'a [u8], scratch: &mut Option<Event<'a>>) -> Option<Seen<'a>> {
+    seen_in(line, None, scratch)
+}
+
+fn seen_in<'a>(
+    line: &'a [u8],
+    text: Option<&'a str>,
+    scratch: &mut Option<Event<'a>>,
+) -> Option<Seen<'a>> {
     *scratch = None;
     let found = with_shape(
         line,
+        text,
         true,
         scratch,
-        |s, _| (Some(s.seen(line)), false),
-        |s, _| (s.map(|s| s.seen(line)), s.is_some()),
+        |line, s, _| (Some(s.seen(line)), false),
+        |line, s, _| (s.map(|s| s.seen(line)), s.is_some()),
     );
     match (&found, scratch.as_mut()) {
         (Some((Some(seen), true)), Some(ev)) => ev.shape = seen.id,
@@ -672,7 +698,7 @@ mod tests {
     fn a_new_shapes_line_leaves_its_event() {
         let line = "[    12.000001s] DEBUG ThreadId(07) inbound:accept{client.addr=10.1.2.3:4567}: linkerd_app_inbound::detect: a shape of its own here";
         let mut scratch = None;
-        let seen = seen_reading(line, &mut scratch).expect("a shape");
+        let seen = seen_reading(line.as_bytes(), &mut scratch).expect("a shape");
         let fresh = scratch.take().expect("read into the scratch event");
         assert_eq!(fresh.shape, seen.id);
         let again = crate::parse::parse_line(line).unwrap();
@@ -680,10 +706,33 @@ mod tests {
         let other = line.replace("12.000001", "13.500000");
         let mut scratch = None;
         assert_eq!(
-            seen_reading(&other, &mut scratch).map(|s| s.id),
+            seen_reading(other.as_bytes(), &mut scratch).map(|s| s.id),
             Some(seen.id)
         );
         assert!(scratch.is_none());
+    }
+
+    /// A line of bytes that are not UTF-8 has no shape, beside a kept
+    /// shape's line of the same words or not, and a later line of the kept
+    /// shape (another uptime) reads as its text.
+    #[test]
+    fn a_line_that_is_not_utf8_has_no_shape() {
+        let line = |up: &str, word: &[u8]| {
+            let mut l = format!("[{up}s]  INFO ThreadId(01) linkerd_app: a ").into_bytes();
+            l.extend_from_slice(word);
+            l.extend_from_slice(b" word here");
+            l
+        };
+        let bad = line("     1.5", b"\xff\xfe");
+        assert!(seen_reading(&bad, &mut None).is_none());
+        let kept = line("     1.5", "\u{e9}t\u{e9}".as_bytes());
+        let first = seen_reading(&kept, &mut None).expect("a shape").id;
+        let bad = line("     1.5", b"\xc3\xa9t\xc3");
+        assert!(seen_reading(&bad, &mut None).is_none());
+        let grown = line("    17.5", "\u{e9}t\u{e9}".as_bytes());
+        let later = seen_reading(&grown, &mut None).expect("the same shape");
+        assert_eq!(later.id, first);
+        assert_eq!(later.line.as_bytes(), &grown[..]);
     }
 
     fn masked(s: &str) -> String {
