@@ -16,14 +16,6 @@ const K: u64 = 0x9e37_79b9_7f4a_7c15;
 /// The accumulator a hash starts from.
 const SEED: [u64; 4] = [K, K.rotate_left(32), K.rotate_left(16), K.rotate_left(48)];
 
-/// A masked line's hash, and whether it holds a backslash (a JSON
-/// line's escapes), which the same pass tells for next to nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Masked {
-    pub hash: u64,
-    pub backslash: bool,
-}
-
 /// The spaces that pad an uptime bracket at the start of a plain line, or
 /// of a JSON line's `timestamp`, before its first digit. A bracket keeps
 /// its width as its seconds grow into them (`[     9.5s]`, `[    10.5s]`),
@@ -48,7 +40,7 @@ pub fn padding(line: &[u8]) -> Option<(usize, usize)> {
 
 /// Copies `line` into `out` with every ASCII digit, and the spaces that
 /// pad its uptime, made `0`; returns a hash of the copy.
-pub fn mask(line: &[u8], out: &mut Vec<u8>) -> Masked {
+pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -84,7 +76,7 @@ fn finish(a: [u64; 4], len: usize) -> u64 {
 /// The word at a time way, which the vector ways must equal.
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 mod words {
-    use super::{finish, padding, Chunk, Masked, CHUNK, SEED};
+    use super::{finish, padding, Chunk, CHUNK, SEED};
 
     /// Calls `each` with where each chunk of a line of `len` bytes starts:
     /// every 32 bytes, and the last one ends where the line does (it overlaps
@@ -129,7 +121,7 @@ mod words {
         }
     }
 
-    pub fn mask(line: &[u8], out: &mut Vec<u8>) -> Masked {
+    pub fn mask(line: &[u8], out: &mut Vec<u8>) -> u64 {
         out.clear();
         out.extend(line.iter().map(|b| mask_byte(*b)));
         if let Some((from, to)) = padding(line) {
@@ -144,10 +136,7 @@ mod words {
             c[..out.len()].copy_from_slice(out);
             step(&mut a, &c);
         }
-        Masked {
-            hash: finish(a, line.len()),
-            backslash: line.contains(&b'\\'),
-        }
+        finish(a, line.len())
     }
 
     #[cfg(all(test, target_arch = "x86_64"))]
@@ -188,7 +177,6 @@ mod words {
                     }
                     let mut want = Vec::new();
                     let hash = super::mask(&line, &mut want);
-                    assert_eq!(hash.backslash, line.contains(&b'\\'));
                     let mut got = vec![7; 3];
                     // SAFETY: every x86_64 processor has SSE2.
                     assert_eq!(unsafe { vector::mask_sse2(&line, &mut got) }, hash);
@@ -207,7 +195,7 @@ mod words {
 
 #[cfg(target_arch = "x86_64")]
 mod vector {
-    use super::{finish, padding, Chunk, Masked, CHUNK, SEED};
+    use super::{finish, padding, Chunk, CHUNK, SEED};
     use std::arch::x86_64::*;
 
     /// Sixteen bytes `v` masked, and the accumulator's pair of words `a`
@@ -311,10 +299,9 @@ mod vector {
     /// # Safety
     /// The processor has SSE2 (every x86_64 does).
     #[target_feature(enable = "sse2")]
-    pub unsafe fn mask_sse2(line: &[u8], out: &mut Vec<u8>) -> Masked {
+    pub unsafe fn mask_sse2(line: &[u8], out: &mut Vec<u8>) -> u64 {
         let mut lo = _mm_set_epi64x(SEED[1] as i64, SEED[0] as i64);
         let mut hi = _mm_set_epi64x(SEED[3] as i64, SEED[2] as i64);
-        let (bs, mut seen) = (_mm_set1_epi8(b'\\' as i8), _mm_setzero_si128());
         // SAFETY: `each_chunk` passes 32 bytes to read and to write, and
         // padding lanes within 32.
         each_chunk(line, out, |src, dst, pad| unsafe {
@@ -334,8 +321,6 @@ mod vector {
             let (b, n) = step_sse2(hi, w);
             _mm_storeu_si128(dst.add(16).cast(), n);
             (lo, hi) = (a, b);
-            let either = _mm_or_si128(_mm_cmpeq_epi8(m, bs), _mm_cmpeq_epi8(n, bs));
-            seen = _mm_or_si128(seen, either);
         });
         let word = |v: __m128i, high: bool| {
             let v = if high { _mm_unpackhi_epi64(v, v) } else { v };
@@ -347,19 +332,15 @@ mod vector {
             word(hi, false),
             word(hi, true),
         ];
-        Masked {
-            hash: finish(a, line.len()),
-            backslash: _mm_movemask_epi8(seen) != 0,
-        }
+        finish(a, line.len())
     }
 
     /// # Safety
     /// The processor has AVX2.
     #[target_feature(enable = "avx2")]
-    pub unsafe fn mask_avx2(line: &[u8], out: &mut Vec<u8>) -> Masked {
+    pub unsafe fn mask_avx2(line: &[u8], out: &mut Vec<u8>) -> u64 {
         let s = SEED.map(|w| w as i64);
         let mut acc = _mm256_set_epi64x(s[3], s[2], s[1], s[0]);
-        let (bs, mut seen) = (_mm256_set1_epi8(b'\\' as i8), _mm256_setzero_si256());
         // SAFETY: `each_chunk` passes 32 bytes to read and to write, and
         // padding lanes within 32.
         each_chunk(line, out, |src, dst, pad| unsafe {
@@ -373,14 +354,10 @@ mod vector {
             let (a, m) = step_avx2(acc, v);
             _mm256_storeu_si256(dst.cast(), m);
             acc = a;
-            seen = _mm256_or_si256(seen, _mm256_cmpeq_epi8(m, bs));
         });
         let mut a = [0u64; 4];
         // SAFETY: an unaligned store of 32 bytes into `a`.
         unsafe { _mm256_storeu_si256(a.as_mut_ptr().cast(), acc) };
-        Masked {
-            hash: finish(a, line.len()),
-            backslash: _mm256_movemask_epi8(seen) != 0,
-        }
+        finish(a, line.len())
     }
 }

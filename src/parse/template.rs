@@ -523,20 +523,20 @@ fn with_shape<'a, T, E: Scratch<'a>>(
     CACHE.with(|c| {
         let mut c = c.borrow_mut();
         let c = &mut *c;
-        let m = mask(line, &mut c.masked);
-        // The shape of a JSON line with `\u` escapes is never kept: a
-        // counting pass would look it up only to refuse it, and the
-        // tokenizer then parse it again.
-        let json = line[0] == b'{';
-        if refuse_unicode_escapes && json && m.backslash && unicode_escapes(line) {
-            return None;
-        }
-        let h = m.hash;
+        let h = mask(line, &mut c.masked);
         let masked = &c.masked[..];
         if let Some(s) = c.shapes.young(h).filter(|s| *s.key == *masked) {
             return s.reads(line).then(|| hit(known(), s, ev));
         }
         let old = c.shapes.take_old(h, |s| *s.key == *masked && s.reads(line));
+        // The shape of a JSON line with `\u` escapes is never kept, so no
+        // kept shape's line has one (a backslash and a `u` are masked as
+        // themselves): a counting pass refuses such a line here, before
+        // the shared shapes' lock, rather than read it to no end.
+        let json = line[0] == b'{';
+        if old.is_none() && refuse_unicode_escapes && json && unicode_escapes(line) {
+            return None;
+        }
         let (shape, fresh, text) = match old.or_else(|| SHARED.get(h, |s| *s.key == *masked)) {
             Some(s) if !s.reads(line) => return None,
             Some(s) => (s, false, known()),
