@@ -6,7 +6,9 @@
 
 use super::conns::{ConnCtx, Missing, Recent};
 use super::finding::Evidence;
-use super::group::{add_context, evidence, group_of, hit, tag_key, target_prefix, Hit};
+use super::group::{
+    add_context, evidence, group_of, hit, tag_key, target_prefix, Hit, Said, Taken,
+};
 pub use super::group::{Acc, MAX_EVIDENCE};
 use super::lookback::Lookback;
 use super::matching::Caps;
@@ -75,13 +77,15 @@ enum Unwon {
 /// What a waiting line's matches add, kept until its verdict.
 #[derive(Debug, Clone)]
 enum Waiting {
-    /// A record of one line: the line itself, read again then (to the same
-    /// event), beside what its block's look-back found (for the parts in
-    /// `named` that it did not name).
+    /// A record of one line: what its finding takes of its event, the line
+    /// itself for its evidence (read again only if its evidence is kept),
+    /// beside what its block's look-back found (for the parts in `named`
+    /// that it did not name).
     Line {
         source: String,
         n: u64,
         raw: Box<[u8]>,
+        taken: Box<Taken<'static>>,
         matches: Vec<Match<Caps>>,
         ctx: Option<ConnCtx>,
         named: Missing,
@@ -209,14 +213,11 @@ impl<'e> State<'e> {
                 source,
                 n,
                 raw,
+                taken,
                 matches,
                 ctx: found,
                 named,
             } => {
-                let arena = typed_arena::Arena::new();
-                let Some(ev) = parse_line(normalize(&raw, &arena)) else {
-                    return;
-                };
                 // The parts the block named, then those earlier blocks did.
                 let mut c = found.unwrap_or_default();
                 if let Some(e) = ctx.filter(|_| p.missing.any()) {
@@ -224,12 +225,11 @@ impl<'e> State<'e> {
                     c.peer = c.peer.or(e.peer.filter(|_| p.missing.peer));
                     c.port = c.port.or(e.port.filter(|_| p.missing.port));
                 }
-                let full = full_text(&ev);
                 let explained = self.decide(matches, earlier, |st, rule, caps| {
                     let h = Hit {
                         source: &source,
-                        hay: &full,
-                        line: Line::Event(&ev),
+                        said: Said::Kept(&raw),
+                        taken: &taken,
                         n,
                         caps: &caps,
                         ctx: Some((&c, named)),
@@ -239,8 +239,12 @@ impl<'e> State<'e> {
                     st.group(rule, group).add(&h);
                 });
                 if !explained && matches!(p.unmatched, Unwon::Again) {
-                    let (t, l, e) = unwon(&source, n, &ev);
-                    self.unmatched.add(&t, l, || e);
+                    let arena = typed_arena::Arena::new();
+                    let ev = parse_line(normalize(&raw, &arena));
+                    if let Some(ev) = ev {
+                        let (t, l, e) = unwon(&source, n, &ev);
+                        self.unmatched.add(&t, l, || e);
+                    }
                 }
                 explained
             }
@@ -493,11 +497,13 @@ impl<'e> State<'e> {
                 .filter(|e| e.lines == 1 && e.continuation.is_none())
                 .and_then(|_| self.lookback.raw_line(n, around));
             let again = raw.is_some();
+            let taken = Taken::of(line);
             let waiting = match raw {
                 Some(raw) => Waiting::Line {
                     source: source.to_string(),
                     n,
                     raw: raw.into(),
+                    taken: Box::new(taken.owned()),
                     matches,
                     ctx,
                     named,
@@ -511,8 +517,8 @@ impl<'e> State<'e> {
                             tags: m.tags,
                             acc: hit(&Hit {
                                 source,
-                                hay,
-                                line,
+                                said: Said::Here { hay, line },
+                                taken: &taken,
                                 n,
                                 caps: &m.acc,
                                 ctx: ctx.as_ref().map(|c| (c, named)),
@@ -535,11 +541,12 @@ impl<'e> State<'e> {
             return;
         }
         let ctx = ctx.as_ref().map(|c| (c, named));
+        let taken = Taken::of(line);
         let won = self.decide(matches, true, |st, rule, caps| {
             let h = Hit {
                 source,
-                hay,
-                line,
+                said: Said::Here { hay, line },
+                taken: &taken,
                 n,
                 caps: &caps,
                 ctx,

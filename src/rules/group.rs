@@ -202,16 +202,6 @@ pub(super) fn group_of(r: &Rule, acc: &Acc) -> String {
         .unwrap_or_default()
 }
 
-/// The proxy a line is from: its input, and the pod when a prefix names
-/// it (a stream of several pods holds several proxies; a pod's containers
-/// share one).
-fn proxy_key(source: &str, ev: Option<&Event<'_>>) -> String {
-    match ev.and_then(|e| e.wrapper.pod) {
-        Some(pod) => format!("{source} {pod}"),
-        None => source.to_string(),
-    }
-}
-
 pub(super) fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -> Evidence {
     let kind = match how {
         Line::Event(e) if e.component == crate::parse::Component::Reporter => Some("prose"),
@@ -229,11 +219,109 @@ pub(super) fn evidence(source: &str, line: u64, text: &str, how: Line<'_, '_>) -
     }
 }
 
+/// What a finding takes from a matched line's event beside its captures
+/// and its evidence, read while the event is at hand: a line whose verdict
+/// waits for an earlier block keeps it, owned, rather than being read
+/// again then (the merging thread would read every such line twice over).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Taken<'t> {
+    /// The subjects the event names, as [`names`] admits them.
+    subjects: Vec<(Subject, Cow<'t, str>)>,
+    seen: Seen,
+    check_warning: bool,
+    attributed: bool,
+    logged: bool,
+    pod: Option<Cow<'t, str>>,
+    gateway: bool,
+    /// The connections it is on ([`tag_key`]), in order.
+    conns: [Option<Cow<'t, str>>; 2],
+}
+
+impl<'t> Taken<'t> {
+    pub(super) fn of(line: Line<'t, '_>) -> Taken<'t> {
+        let Some(ev) = line.event() else {
+            return Taken {
+                logged: true,
+                ..Taken::default()
+            };
+        };
+        let mut subjects: Vec<(Subject, Cow<'t, str>)> = Vec::new();
+        let mut add = |s: Subject, v: Cow<'t, str>| {
+            if names(&v) {
+                subjects.push((s, v));
+            }
+        };
+        if let Some(d) = ev.dst() {
+            add(Subject::Dst, d);
+        }
+        if let Some(p) = ev.endpoint() {
+            add(Subject::Peer, Cow::Borrowed(p));
+        }
+        if let Some(c) = ev.client_addr() {
+            add(Subject::Client, Cow::Borrowed(host_of(c)));
+        }
+        if let Some(p) = ev.port() {
+            add(Subject::Port, Cow::Owned(p.to_string()));
+        }
+        for id in ev.identities() {
+            add(Subject::Identity, Cow::Borrowed(id));
+        }
+        if let Some(s) = ev.field("server.name") {
+            add(Subject::Server, Cow::Borrowed(s));
+        }
+        if let Some(p) = ev.wrapper.pod {
+            add(Subject::Pod, Cow::Borrowed(p));
+        }
+        if let Some(t) = ev.target_addr() {
+            add(Subject::Target, Cow::Borrowed(t));
+        }
+        let mut conns = [TagKey::Client, TagKey::Peer].map(|k| tag_key(k, ev));
+        conns.sort_unstable();
+        Taken {
+            subjects,
+            seen: Seen::of(ev),
+            check_warning: ev.producer == Producer::Check && ev.level == Some(Level::Warn),
+            attributed: ev.component.is_attributed(),
+            logged: ev.component != crate::parse::Component::Reporter,
+            pod: ev.wrapper.pod.map(Cow::Borrowed),
+            gateway: ev.wrapper.pod.is_none() && ev.has_span("gateway"),
+            conns: conns.map(|c| c.map(Cow::Borrowed)),
+        }
+    }
+
+    pub(super) fn owned(self) -> Taken<'static> {
+        let own = |c: Cow<'t, str>| Cow::Owned(c.into_owned());
+        Taken {
+            subjects: self
+                .subjects
+                .into_iter()
+                .map(|(s, v)| (s, own(v)))
+                .collect(),
+            seen: self.seen,
+            check_warning: self.check_warning,
+            attributed: self.attributed,
+            logged: self.logged,
+            pod: self.pod.map(own),
+            gateway: self.gateway,
+            conns: self.conns.map(|c| c.map(own)),
+        }
+    }
+}
+
+/// Where a matched line's evidence comes from.
+#[derive(Clone, Copy)]
+pub(super) enum Said<'h, 'e> {
+    /// The line at hand (`hay` is its text when it is no event).
+    Here { hay: &'h str, line: Line<'h, 'e> },
+    /// A line kept while it waited, read again if its evidence is kept.
+    Kept(&'h [u8]),
+}
+
 /// One line a rule matched, as a finding takes it in.
 pub(super) struct Hit<'h, 'e> {
     pub source: &'h str,
-    pub hay: &'h str,
-    pub line: Line<'h, 'e>,
+    pub said: Said<'h, 'e>,
+    pub taken: &'h Taken<'h>,
     pub n: u64,
     pub caps: &'h Caps,
     /// What its connection's earlier lines named of the parts it did not.
@@ -251,44 +339,18 @@ impl<'h> Hit<'h, '_> {
 
     fn find_subjects(&self) -> Vec<(Subject, Cow<'h, str>, u64)> {
         let mut out: Vec<(Subject, Cow<'h, str>)> = Vec::new();
-        let mut add = |s: Subject, v: Cow<'h, str>| {
-            if names(&v) {
-                out.push((s, v));
-            }
-        };
-        for (s, v) in self.caps {
-            add(*s, Cow::Borrowed(v.as_str()));
+        for (s, v) in self.caps.iter().filter(|(_, v)| names(v)) {
+            out.push((*s, Cow::Borrowed(v.as_str())));
         }
-        if let Some(ev) = self.line.event() {
-            if let Some(d) = ev.dst() {
-                add(Subject::Dst, Cow::Owned(d.into_owned()));
-            }
-            if let Some(p) = ev.endpoint() {
-                add(Subject::Peer, Cow::Borrowed(p));
-            }
-            if let Some(c) = ev.client_addr() {
-                add(Subject::Client, Cow::Borrowed(host_of(c)));
-            }
-            if let Some(p) = ev.port() {
-                add(Subject::Port, Cow::Owned(p.to_string()));
-            }
-            for id in ev.identities() {
-                add(Subject::Identity, Cow::Borrowed(id));
-            }
-            if let Some(s) = ev.field("server.name") {
-                add(Subject::Server, Cow::Borrowed(s));
-            }
-            if let Some(p) = ev.wrapper.pod {
-                add(Subject::Pod, Cow::Borrowed(p));
-            }
-            if let Some(t) = ev.target_addr() {
-                add(Subject::Target, Cow::Borrowed(t));
-            }
+        for (s, v) in &self.taken.subjects {
+            out.push((*s, Cow::Borrowed(v.as_ref())));
         }
         if let Some((ctx, missing)) = self.ctx {
-            for (s, v) in context_parts(ctx, missing) {
-                add(s, Cow::Owned(v));
-            }
+            out.extend(
+                context_parts(ctx, missing)
+                    .filter(|(_, v)| names(v))
+                    .map(|(s, v)| (s, Cow::Owned(v))),
+            );
         }
         out.sort();
         let mut counted: Vec<(Subject, Cow<'h, str>, u64)> = Vec::with_capacity(out.len());
@@ -316,9 +378,24 @@ impl<'h> Hit<'h, '_> {
     }
 
     fn evidence(&self) -> Evidence {
-        let ev = self.line.event();
-        let text = ev.map_or(self.hay, |e| &e.text);
-        let mut e = evidence(self.source, self.n, text, self.line);
+        let (hay, line) = match self.said {
+            Said::Here { hay, line } => (hay, line),
+            Said::Kept(raw) => {
+                let arena = typed_arena::Arena::new();
+                let text = crate::input::wrap::normalize(raw, &arena);
+                return match crate::parse::parse_line(text) {
+                    Some(ev) => self.evidence_of(text, Line::Event(&ev)),
+                    None => evidence(self.source, self.n, text, Line::Unparsed),
+                };
+            }
+        };
+        self.evidence_of(hay, line)
+    }
+
+    fn evidence_of(&self, hay: &str, line: Line<'_, '_>) -> Evidence {
+        let ev = line.event();
+        let text = ev.map_or(hay, |e| &e.text);
+        let mut e = evidence(self.source, self.n, text, line);
         if let Some(c) = ev.and_then(|e| e.continuation.as_deref()) {
             e.text.push('\n');
             e.text.push_str(c);
@@ -332,11 +409,10 @@ impl Acc {
     /// [`hit`] makes of it, without making what is not kept (most lines of
     /// a large finding add a count and no evidence).
     pub(super) fn add(&mut self, h: &Hit<'_, '_>) {
-        let ev = h.line.event();
+        let t = h.taken;
         // Is the line before `a`, in the same input?
         let before = |a: &(String, u64)| a.0 == h.source && h.n < a.1;
         self.old = false;
-        let seen = || ev.map(Seen::of).unwrap_or_default();
         // The input's name is copied only when it changes: most lines
         // are the last so far, of the same input.
         let at = |a: &mut (String, u64)| {
@@ -346,19 +422,17 @@ impl Acc {
             a.1 = h.n;
         };
         if self.count == 0 || before(&self.first_at) {
-            self.first = seen();
+            self.first = t.seen.clone();
             at(&mut self.first_at);
         }
         if self.count == 0 || !before(&self.last_at) {
-            self.last = seen();
+            self.last = t.seen.clone();
             at(&mut self.last_at);
         }
         self.count += 1;
-        self.check_warnings += u64::from(
-            ev.is_some_and(|e| e.producer == Producer::Check && e.level == Some(Level::Warn)),
-        );
-        self.attributed |= ev.is_some_and(|e| e.component.is_attributed());
-        self.logged |= ev.is_none_or(|e| e.component != crate::parse::Component::Reporter);
+        self.check_warnings += u64::from(t.check_warning);
+        self.attributed |= t.attributed;
+        self.logged |= t.logged;
         let appends = match self.evidence.last() {
             Some(l) if l.source == h.source => l.line < h.n,
             _ => !self.evidence.iter().any(|e| e.source == h.source),
@@ -373,12 +447,10 @@ impl Acc {
         for (s, v, n) in subjects {
             self.subjects.entry(*s).or_default().add(v, *n);
         }
-        if let Some(ev) = ev {
-            if let Some(p) = ev.wrapper.pod {
-                self.workload.add(&format!("po/{p}"), 1);
-            } else if ev.has_span("gateway") {
-                self.workload.add("deploy/linkerd-gateway", 1);
-            }
+        if let Some(p) = &t.pod {
+            self.workload.add(&format!("po/{p}"), 1);
+        } else if t.gateway {
+            self.workload.add("deploy/linkerd-gateway", 1);
         }
         for (_, c, _) in subjects.iter().filter(|(s, ..)| *s == Subject::Client) {
             if self.clients.len() >= MAX_CLIENTS {
@@ -388,9 +460,12 @@ impl Acc {
                 self.clients.insert(c.to_string());
             }
         }
+        // The proxy the line is from: its input, and the pod when a prefix
+        // names it (a stream of several pods holds several proxies; a
+        // pod's containers share one).
         if self.proxies.len() < MAX_PROXIES {
-            if ev.is_some_and(|e| e.wrapper.pod.is_some()) {
-                let proxy = proxy_key(h.source, ev);
+            if let Some(pod) = &t.pod {
+                let proxy = format!("{} {pod}", h.source);
                 if !self.proxies.contains(&proxy) {
                     self.proxies.insert(proxy);
                 }
@@ -399,10 +474,8 @@ impl Acc {
             }
         }
         // In order, as the cap keeps the first.
-        let mut conns = [TagKey::Client, TagKey::Peer].map(|k| ev.and_then(|e| tag_key(k, e)));
-        conns.sort_unstable();
-        for c in conns.into_iter().flatten() {
-            if self.conns.len() < MAX_PROXIES && !self.conns.contains(c) {
+        for c in t.conns.iter().flatten() {
+            if self.conns.len() < MAX_PROXIES && !self.conns.contains(c.as_ref()) {
                 self.conns.insert(c.to_string());
             }
         }

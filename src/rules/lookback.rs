@@ -246,7 +246,7 @@ impl BlockConns {
                 // The cheap look cannot tell: read it now, as its record.
                 let got = parse_line(line).as_ref().and_then(conn_of);
                 self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), ALL);
-                self.read.insert(i as u32, got);
+                self.remember(i, got);
             }
         }
     }
@@ -258,7 +258,7 @@ impl BlockConns {
         if ev.lines > 1 {
             let got = conn_of(ev);
             self.set(i, got.as_ref().map_or(NONE, |(c, _)| key_of(c)), ALL);
-            self.read.insert(i as u32, got);
+            self.remember(i, got);
         } else {
             let key = tag_key(TagKey::Client, ev).map_or(NONE, key_of);
             self.set(i, key, names_of(ev));
@@ -324,13 +324,20 @@ impl BlockConns {
         &data[start.min(end)..end]
     }
 
+    /// The parts line `j` may name: exactly those it names, once read.
     fn may_name(&self, j: usize) -> u8 {
-        if let Some(r) = self.read.get(&(j as u32)) {
-            return r.as_ref().map_or(0, |(_, c)| {
+        self.named.get(j).copied().unwrap_or(ALL)
+    }
+
+    /// Keeps what line `i` was read to say of its connection, and that it
+    /// names those parts alone (so a look-back passing it asks no map).
+    fn remember(&mut self, i: usize, got: Option<(String, ConnCtx)>) {
+        if let Some(n) = self.named.get_mut(i) {
+            *n = got.as_ref().map_or(0, |(_, c)| {
                 bits(c.dst.is_some(), c.peer.is_some(), c.port.is_some())
             });
         }
-        self.named.get(j).copied().unwrap_or(ALL)
+        self.read.insert(i as u32, got);
     }
 
     /// Line `j`'s connection and what it names, reading it again if need be.
@@ -340,7 +347,7 @@ impl BlockConns {
             let arena = typed_arena::Arena::new();
             let line = crate::input::wrap::normalize(text, &arena);
             let got = parse_line(line).as_ref().and_then(conn_of);
-            self.read.insert(j as u32, got);
+            self.remember(j, got);
         }
         self.read[&(j as u32)].as_ref()
     }
