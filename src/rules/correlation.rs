@@ -541,12 +541,13 @@ impl<'e> State<'e> {
             return;
         }
         let ctx = ctx.as_ref().map(|c| (c, named));
-        let taken = Taken::of(line);
+        // Read once the line has a winner.
+        let mut taken = None;
         let won = self.decide(matches, true, |st, rule, caps| {
             let h = Hit {
                 source,
                 said: Said::Here { hay, line },
-                taken: &taken,
+                taken: taken.get_or_insert_with(|| Taken::of(line)),
                 n,
                 caps: &caps,
                 ctx,
