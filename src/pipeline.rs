@@ -458,6 +458,7 @@ where
         for i in 0..threads {
             let (turns, spare_tx, make, pool) = (&turns, spare_tx.clone(), &make, &pool);
             spawn(s, format!("lpa-render-{i}"), move || {
+                let _stop = StopOnPanic(turns);
                 while let Some((block, tx)) = turns.next(CHUNKS_QUEUED) {
                     let chunks = Chunks {
                         buf: pool.take(),
@@ -539,6 +540,20 @@ impl<'s, T> Turns<'s, T> {
         let (tx, rx) = mpsc::sync_channel(bound);
         order.as_ref()?.send(rx).ok()?;
         Some((text, tx))
+    }
+}
+
+/// Lets the consumer go when a worker panics while processing its block:
+/// no worker would read the next block in order, and the consumer would
+/// wait for it for ever. The panic is told when the threads are joined.
+struct StopOnPanic<'t, 's, T>(&'t Turns<'s, T>);
+
+impl<T> Drop for StopOnPanic<'_, '_, T> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut guard = self.0.reading.lock().unwrap_or_else(|p| p.into_inner());
+            guard.1 = None;
+        }
     }
 }
 

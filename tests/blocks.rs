@@ -136,3 +136,44 @@ fn reports_do_not_depend_on_block_boundaries() {
         "reports differ from the whole-input report: {differ:#?}"
     );
 }
+
+/// Renders nothing, and panics on the record it is told to.
+struct PanicsAt(u64, u64, lpa::pipeline::Chunks);
+
+impl lpa::pipeline::Accumulator for PanicsAt {
+    fn record(&mut self, _source: &str, _rec: &lpa::parse::Record<'_>) {
+        self.0 += 1;
+        assert_ne!(self.0, self.1, "told to panic");
+    }
+}
+
+impl lpa::pipeline::Render for PanicsAt {
+    fn output(&mut self) -> &mut lpa::pipeline::Chunks {
+        &mut self.2
+    }
+}
+
+/// A worker that panics while rendering its block ends the run with the
+/// panic, on one thread or several, instead of the writer waiting for ever
+/// for the blocks after it.
+#[test]
+fn a_panicking_renderer_ends_the_stream() {
+    let data = "INFO x\n".repeat(4000);
+    for threads in [1, 2] {
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let data = data.clone();
+        std::thread::spawn(move || {
+            let mut sources = vec![Source::from_reader("t", std::io::Cursor::new(data))];
+            let opts = Options {
+                threads,
+                ..Options::blocks_of(1 << 10)
+            };
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                lpa::pipeline::stream(&mut sources, &opts, |c| PanicsAt(0, 3, c), |_| Ok(()))
+            }));
+            let _ = done_tx.send(run.is_err());
+        });
+        let panicked = done.recv_timeout(std::time::Duration::from_secs(60));
+        assert_eq!(panicked, Ok(true), "{threads} threads");
+    }
+}
