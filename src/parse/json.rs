@@ -2,13 +2,13 @@
 //! any order, dotted keys flat or nested), the policy controller's, logrus
 //! JSON and the JSON access log.
 //!
-//! Zero-copy: [`json_scan`](super::json_scan) checks the syntax and hands
-//! back each member's value as raw text borrowed from the line; strings are borrowed unless
-//! they hold escapes, numbers and booleans are their JSON text. Only nested
-//! objects (a pipeline's re-nested dotted keys) and escaped strings allocate.
+//! Zero-copy: [`json_scan`](super::json_scan) reads the line once into
+//! nodes whose values are raw text borrowed from the line; strings are
+//! borrowed unless they hold escapes, numbers and booleans are their JSON
+//! text. Only keys of re-nested objects and escaped strings allocate.
 
 use super::event::{Event, Level, Producer, Span, Str};
-use super::json_scan::{object as members, objects, Members};
+use super::json_scan::{object, Kind, Node, Tree};
 use super::plain::uptime;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -25,18 +25,28 @@ pub(super) fn scalar(t: &str) -> Str<'_> {
     }
 }
 
-fn get<'a>(m: &Members<'a>, key: &str) -> Option<&'a str> {
-    m.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
+/// A node's text as [`scalar`] reads it; a string the scan found no
+/// escape in is not looked through again.
+fn text<'a>(n: &Node<'a>) -> Str<'a> {
+    match n.raw.as_bytes() {
+        [b'"', .., b'"'] if !n.escaped => Cow::Borrowed(&n.raw[1..n.raw.len() - 1]),
+        _ => scalar(n.raw),
+    }
+}
+
+/// The text of the member `key` of object `i`.
+fn get<'a>(t: &Tree<'a>, i: usize, key: &str) -> Option<Str<'a>> {
+    t.get(i, key).map(|j| text(t.node(j)))
 }
 
 pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
-    let obj = members(s)?;
-    let has = |k: &str| get(&obj, k).is_some();
+    let t = object(s)?;
+    let has = |k: &str| t.get(0, k).is_some();
     if has("fields") || (has("target") && has("level")) {
-        tracing_json(s, &obj, ev);
+        tracing_json(s, &t, ev);
     } else if has("level") && has("msg") {
         ev.reset(Producer::LogrusJson, s);
-        flatten(&obj, &mut |k, v| match k.as_ref() {
+        flatten(&t, 0, &mut |k, v| match k.as_ref() {
             "level" => ev.level = Level::parse(&v),
             "msg" => ev.message = Some(v),
             "time" => ev.timestamp = Some(v),
@@ -44,7 +54,7 @@ pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
         });
     } else if has("method") && (has("client.addr") || has("client")) {
         ev.reset(Producer::AccessJson, s);
-        flatten(&obj, &mut |k, v| {
+        flatten(&t, 0, &mut |k, v| {
             if k == "timestamp" {
                 ev.timestamp = Some(v);
             } else {
@@ -58,56 +68,62 @@ pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
 }
 
 /// Objects nested deeper than this inside a member are kept as their JSON
-/// text: no log pipeline nests dotted keys this deep, and each level is
-/// parsed again, so the depth bounds the work per line.
-const MAX_DEPTH: usize = 8;
+/// text: no log pipeline nests dotted keys this deep, and the depth bounds
+/// what a line keeps of its nodes.
+pub(super) const MAX_DEPTH: usize = 8;
 
-/// Hands each member to `out` with nested objects flattened back to dotted
-/// keys (`{"client":{"addr":…}}` → `client.addr`), as log pipelines re-nest
-/// them. Most members are flat: they are handed over as they are, without
-/// copying the object.
-fn flatten<'a>(obj: &Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
-    for (k, v) in &obj.0 {
-        match nested(v) {
-            Some(inner) => flatten_nested(k.to_string(), inner, out),
-            None => out(k.clone(), scalar(v)),
+/// Hands each member of object `i` to `out` with nested objects flattened
+/// back to dotted keys (`{"client":{"addr":…}}` → `client.addr`), as log
+/// pipelines re-nest them. Most members are flat: they are handed over as
+/// they are.
+fn flatten<'a>(t: &Tree<'a>, i: usize, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
+    for j in t.inside(i) {
+        let n = t.node(j);
+        if n.kind == Kind::Object {
+            flatten_nested(t, n.key.to_string(), j, out);
+        } else {
+            out(n.key.clone(), text(n));
         }
     }
 }
 
-/// The members of a value that is an object.
-fn nested(v: &str) -> Option<Members<'_>> {
-    Some(v).filter(|v| v.starts_with('{')).and_then(members)
-}
-
-/// The members of a nested object, under `prefix`. Iterative, with a stack
-/// of at most `MAX_DEPTH` objects (the top one counted): the input never
-/// decides how deep this recurses.
-fn flatten_nested<'a>(prefix: String, obj: Members<'a>, out: &mut impl FnMut(Str<'a>, Str<'a>)) {
-    // (key prefix, members, next member)
-    let mut stack: Vec<(String, Members<'a>, usize)> = vec![(prefix, obj, 0)];
-    while let Some((p, m, i)) = stack.last_mut() {
-        let Some((k, v)) = m.0.get(*i) else {
+/// The members of the nested object `i`, under `prefix`. Iterative, with a
+/// stack of at most `MAX_DEPTH` objects (the top one counted): the input
+/// never decides how deep this recurses.
+fn flatten_nested<'a>(
+    t: &Tree<'a>,
+    prefix: String,
+    i: usize,
+    out: &mut impl FnMut(Str<'a>, Str<'a>),
+) {
+    let mut stack = vec![(prefix, t.inside(i))];
+    while let Some((p, members)) = stack.last_mut() {
+        let Some(j) = members.next() else {
             stack.pop();
             continue;
         };
-        *i += 1;
-        let (key, v) = (format!("{p}.{k}"), *v);
-        match Some(v).filter(|_| stack.len() < MAX_DEPTH).and_then(nested) {
-            Some(inner) => stack.push((key, inner, 0)),
-            None => out(Cow::Owned(key), scalar(v)),
+        let n = t.node(j);
+        let key = format!("{p}.{}", n.key);
+        if n.kind == Kind::Object && stack.len() < MAX_DEPTH {
+            stack.push((key, t.inside(j)));
+        } else {
+            out(Cow::Owned(key), text(n));
         }
     }
 }
 
 /// `ThreadId(1)` → `1`.
-fn thread_number(t: &str) -> &str {
-    t.trim_start_matches("ThreadId(").trim_end_matches(')')
+fn thread_number(mut t: &str) -> &str {
+    // As `trim_start_matches("ThreadId(")`, which searches for its pattern.
+    while let Some(rest) = t.strip_prefix("ThreadId(") {
+        t = rest;
+    }
+    t.trim_end_matches(')')
 }
 
-fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
-    let target = get(obj, "target").map(scalar);
-    let is_policy = get(obj, "threadId").is_none()
+fn tracing_json<'a>(s: &'a str, t: &Tree<'a>, ev: &mut Event<'a>) {
+    let target = get(t, 0, "target");
+    let is_policy = get(t, 0, "threadId").is_none()
         && target
             .as_deref()
             .is_some_and(|t| t.starts_with("linkerd_policy") || t.starts_with("kubert"));
@@ -118,22 +134,25 @@ fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
     };
     ev.reset(producer, s);
     ev.target = target;
-    ev.level = get(obj, "level").map(scalar).and_then(|l| Level::parse(&l));
-    if let Some(ts) = get(obj, "timestamp").map(scalar) {
+    ev.level = get(t, 0, "level").and_then(|l| Level::parse(&l));
+    if let Some(ts) = get(t, 0, "timestamp") {
         match uptime(&ts) {
             Some((u, _, _)) => ev.uptime = Some(u),
             None if ts.trim_matches('.').is_empty() => {}
             None => ev.timestamp = Some(ts),
         }
     }
-    if let Some(t) = get(obj, "threadId").map(scalar) {
-        ev.thread = Some(match t {
-            Cow::Borrowed(t) => Cow::Borrowed(thread_number(t)),
-            Cow::Owned(t) => Cow::Owned(thread_number(&t).to_string()),
+    if let Some(th) = get(t, 0, "threadId") {
+        ev.thread = Some(match th {
+            Cow::Borrowed(th) => Cow::Borrowed(thread_number(th)),
+            Cow::Owned(th) => Cow::Owned(thread_number(&th).to_string()),
         });
     }
-    if let Some(fields) = get(obj, "fields").and_then(members) {
-        flatten(&fields, &mut |k, v| {
+    if let Some(fields) = t
+        .get(0, "fields")
+        .filter(|&f| t.node(f).kind == Kind::Object)
+    {
+        flatten(t, fields, &mut |k, v| {
             if k == "message" {
                 ev.message = Some(v);
             } else if !k.starts_with("log.") {
@@ -141,15 +160,17 @@ fn tracing_json<'a>(s: &'a str, obj: &Members<'a>, ev: &mut Event<'a>) {
             }
         });
     }
-    // `span` (v2.124.2) repeats the last of `spans`: not read. The array is
-    // read in one pass; what is not an object is skipped.
-    let Some(raw) = get(obj, "spans") else { return };
-    for o in objects(raw).unwrap_or_default() {
+    // `span` (v2.124.2) repeats the last of `spans`: not read. What is not
+    // an object is skipped.
+    let Some(spans) = t.get(0, "spans").filter(|&s| t.node(s).kind == Kind::Array) else {
+        return;
+    };
+    for o in t.inside(spans).filter(|&o| t.node(o).kind == Kind::Object) {
         let mut span = Span {
-            name: get(&o, "name").map(scalar).unwrap_or_default(),
+            name: get(t, o, "name").unwrap_or_default(),
             fields: SmallVec::new(),
         };
-        flatten(&o, &mut |k, v| {
+        flatten(t, o, &mut |k, v| {
             if k != "name" {
                 span.fields.push((k, v));
             }
@@ -187,5 +208,22 @@ mod tests {
         assert_eq!(ev.uptime, Some(0.002747));
         assert_eq!(ev.fields.len(), 1);
         assert_eq!(ev.field("port"), Some("4143"));
+    }
+
+    /// Objects in a span's member (the deepest a line is read) and in
+    /// `fields` are flattened `MAX_DEPTH` levels down; the last key holds
+    /// the rest as its JSON text.
+    #[test]
+    fn the_deepest_objects_read_are_kept_as_text() {
+        let deep = format!(r#"{}{{"a":1}}{}"#, r#"{"a":"#.repeat(8), "}".repeat(8));
+        let line = format!(
+            r#"{{"level":"INFO","target":"t","fields":{{"message":"m","f":{deep}}},"spans":[{{"name":"s","a":{deep}}}]}}"#
+        );
+        let ev = with(parse, &line).unwrap();
+        let key = vec!["a"; MAX_DEPTH + 1].join(".");
+        assert_eq!(ev.spans[0].field(&key), Some(r#"{"a":1}"#));
+        assert_eq!(ev.spans[0].fields.len(), 1);
+        let key = format!("f.{}", vec!["a"; MAX_DEPTH].join("."));
+        assert_eq!(ev.field(&key), Some(r#"{"a":1}"#));
     }
 }
