@@ -220,10 +220,10 @@ mod tests {
             r#"{{"level":"INFO","target":"t","fields":{{"message":"m","f":{deep}}},"spans":[{{"name":"s","a":{deep}}}]}}"#
         );
         let ev = with(parse, &line).unwrap();
-        let key = vec!["a"; MAX_DEPTH + 1].join(".");
+        let key = ["a"; MAX_DEPTH + 1].join(".");
         assert_eq!(ev.spans[0].field(&key), Some(r#"{"a":1}"#));
         assert_eq!(ev.spans[0].fields.len(), 1);
-        let key = format!("f.{}", vec!["a"; MAX_DEPTH].join("."));
+        let key = format!("f.{}", ["a"; MAX_DEPTH].join("."));
         assert_eq!(ev.field(&key), Some(r#"{"a":1}"#));
     }
 }
