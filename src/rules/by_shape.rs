@@ -7,7 +7,7 @@
 //! Whether its wording bounds the era is its shape's too; then only its
 //! format's cue is read per line.
 
-use super::correlation::{full_text, literal_pieces, literal_text};
+use super::haystack::{full_text, literal_pieces, literal_text};
 use super::matching::Engine;
 use super::quiet::Masked;
 use super::stats::era_text;

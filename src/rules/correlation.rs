@@ -4,12 +4,13 @@
 //! destination a connection's earlier lines named, and matches that wait
 //! for what a block before theirs said.
 
-use super::conns::{ConnCtx, Missing, Recent};
+mod waiting;
+
+use super::conns::{Missing, Recent};
 use super::finding::Evidence;
-use super::group::{
-    add_context, evidence, group_of, hit, tag_key, target_prefix, Hit, Said, Taken,
-};
+use super::group::{evidence, hit, tag_key, target_prefix, Hit, Said, Taken};
 pub use super::group::{Acc, MAX_EVIDENCE};
+use super::haystack::{full_text, literal_text};
 use super::lookback::Lookback;
 use super::matching::Caps;
 use super::matching::{Engine, Line};
@@ -19,14 +20,13 @@ use super::stats::level_index;
 pub use super::stats::{era_text, EraSampler, Stats, Wording};
 use super::unmatched::{error_worded, Unmatched};
 use super::{Rule, TagKey};
-use crate::input::wrap::normalize;
 use crate::parse::era::EraCue;
 use crate::parse::template::Seen;
-use crate::parse::{parse_line, Event, Level, Metric, Producer, Record};
+use crate::parse::{Event, Level, Metric, Producer, Record};
 use crate::pipeline::{Accumulator, Around, Text};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use waiting::{Match, Pending, Unwon, Waiting};
 
 /// Address aliases of service names kept.
 const MAX_ALIASES: usize = 4096;
@@ -38,61 +38,6 @@ const MAX_GROUPS: usize = 64;
 /// past this, a line keeps what its block knows. (Lines waiting for tags
 /// always wait: a wrong tag decision would add or drop a finding.)
 const MAX_PENDING: u32 = 4096;
-
-/// One rule's match of a line, before the line's verdict.
-#[derive(Debug, Clone)]
-struct Match<P = Acc> {
-    rule: usize,
-    /// The connection whose tags decide it, when its rule asks for tags.
-    tags_of: Option<String>,
-    /// Its tags, when this block knew them at the match.
-    tags: Option<u32>,
-    /// What the match adds: its captures while its line is at hand, the
-    /// accumulator made of it once the line waits.
-    acc: P,
-}
-
-/// A line whose verdict waits for what came before its block.
-#[derive(Debug, Clone)]
-struct Pending {
-    waiting: Waiting,
-    /// The connection whose earlier lines may name what the line did not.
-    ctx_of: Option<String>,
-    missing: Missing,
-    /// What the line adds to the unrecognised warnings if no rule wins it.
-    unmatched: Unwon,
-}
-
-/// What a waiting line adds to the unrecognised warnings if no rule wins
-/// it.
-#[derive(Debug, Clone)]
-enum Unwon {
-    Nothing,
-    /// Its entry, made from the line when it is read again (a line's
-    /// entry holds it twice over: as its wording and as its evidence).
-    Again,
-    Made(Box<(String, Option<Level>, Evidence)>),
-}
-
-/// What a waiting line's matches add, kept until its verdict.
-#[derive(Debug, Clone)]
-enum Waiting {
-    /// A record of one line: what its finding takes of its event, the line
-    /// itself for its evidence (read again only if its evidence is kept),
-    /// beside what its block's look-back found (for the parts in `named`
-    /// that it did not name).
-    Line {
-        source: String,
-        n: u64,
-        raw: Box<[u8]>,
-        taken: Box<Taken<'static>>,
-        matches: Vec<Match<Caps>>,
-        ctx: Option<ConnCtx>,
-        named: Missing,
-    },
-    /// A record of several lines: what each match adds, made now.
-    Accs(Vec<Match>),
-}
 
 /// Per-block (and, after merging, whole-input) matching state.
 #[derive(Clone)]
@@ -190,126 +135,6 @@ impl<'e> State<'e> {
             }
         }
         self.metrics.merge(later.metrics);
-    }
-
-    /// Decides a waiting line with what this state, all of the input
-    /// before the line's block, knows (`earlier`), or with nothing.
-    fn resolve(&mut self, p: Pending, earlier: bool) {
-        let ctx = p
-            .ctx_of
-            .as_deref()
-            .filter(|_| earlier)
-            .and_then(|c| self.lookback.earlier(c, p.missing));
-        let explained = match p.waiting {
-            Waiting::Accs(mut matches) => {
-                if let Some(ctx) = &ctx {
-                    for m in &mut matches {
-                        add_context(&mut m.acc, ctx, p.missing);
-                    }
-                }
-                self.decide(matches, earlier, Self::take_acc)
-            }
-            Waiting::Line {
-                source,
-                n,
-                raw,
-                taken,
-                matches,
-                ctx: found,
-                named,
-            } => {
-                // The parts the block named, then those earlier blocks did.
-                let mut c = found.unwrap_or_default();
-                if let Some(e) = ctx.filter(|_| p.missing.any()) {
-                    c.dst = c.dst.or(e.dst.filter(|_| p.missing.dst));
-                    c.peer = c.peer.or(e.peer.filter(|_| p.missing.peer));
-                    c.port = c.port.or(e.port.filter(|_| p.missing.port));
-                }
-                let explained = self.decide(matches, earlier, |st, rule, caps| {
-                    let h = Hit {
-                        source: &source,
-                        said: Said::Kept(&raw),
-                        taken: &taken,
-                        n,
-                        caps: &caps,
-                        ctx: Some((&c, named)),
-                        subjects: Default::default(),
-                    };
-                    let group = h.group(&st.engine.rules[rule]);
-                    st.group(rule, group).add(&h);
-                });
-                if !explained && matches!(p.unmatched, Unwon::Again) {
-                    let arena = typed_arena::Arena::new();
-                    let ev = parse_line(normalize(&raw, &arena));
-                    if let Some(ev) = ev {
-                        let (t, l, e) = unwon(&source, n, &ev);
-                        self.unmatched.add(&t, l, || e);
-                    }
-                }
-                explained
-            }
-        };
-        if let (false, Unwon::Made(u)) = (explained, p.unmatched) {
-            let (t, l, e) = *u;
-            self.unmatched.add(&t, l, || e);
-        }
-    }
-
-    /// The line's verdict: of the rules whose tag conditions hold, those of
-    /// the highest weight win it (the most specific mechanism); a wrapper
-    /// message defers to the error it wraps. Each winner's match goes to
-    /// `take`. True when some rule did.
-    fn decide<P>(
-        &mut self,
-        matches: Vec<Match<P>>,
-        tags_known: bool,
-        mut take: impl FnMut(&mut Self, usize, P),
-    ) -> bool {
-        let engine = self.engine;
-        let mut live: Vec<Match<P>> = Vec::with_capacity(matches.len());
-        for m in matches {
-            let have = m
-                .tags
-                .or_else(|| {
-                    m.tags_of
-                        .as_deref()
-                        .filter(|_| tags_known)
-                        .and_then(|c| self.tags.get(c).copied())
-                })
-                .unwrap_or(0);
-            if !needs_tags(&engine.rules[m.rule]) || self.tag_condition(m.rule, have) {
-                live.push(m);
-            }
-        }
-        let Some(best) = live.iter().map(|m| engine.rules[m.rule].weight).max() else {
-            return false;
-        };
-        // A weaker match that a winner explains stays, as that winner's
-        // consequence (they share the line, so the verdict folds it).
-        let explained: Vec<String> = live
-            .iter()
-            .map(|m| &engine.rules[m.rule])
-            .filter(|r| r.weight == best)
-            .flat_map(|r| r.explains.iter().cloned())
-            .collect();
-        for m in live {
-            let r = &engine.rules[m.rule];
-            if r.weight != best && !r.id.as_ref().is_some_and(|id| explained.contains(id)) {
-                continue;
-            }
-            if r.known.is_some() {
-                self.stats.known += 1;
-                continue;
-            }
-            take(self, m.rule, m.acc);
-        }
-        true
-    }
-
-    /// Adds a waiting line's accumulator to its finding.
-    fn take_acc(&mut self, rule: usize, acc: Acc) {
-        let group = group_of(&self.engine.rules[rule], &acc);
-        self.add_acc(rule, group, acc);
     }
 
     pub(super) fn add_acc(&mut self, rule: usize, group: String, acc: Acc) {
@@ -696,74 +521,4 @@ fn unwon(source: &str, n: u64, ev: &Event<'_>) -> (String, Option<Level>, Eviden
         ev.level,
         evidence(source, n, &ev.text, Line::Event(ev)),
     )
-}
-
-/// The text rules' conditions read: the line, or for an event whose line
-/// is not contiguous text (JSON, several lines), its message and fields.
-pub(super) fn full_text<'e>(ev: &'e Event<'_>) -> Cow<'e, str> {
-    if joined(ev.producer) || ev.continuation.is_some() {
-        Cow::Owned(haystack(ev))
-    } else {
-        Cow::Borrowed(&ev.text)
-    }
-}
-
-/// Are the rules' conditions read in a text joined from the event's
-/// message and fields (a JSON line's)?
-pub(super) fn joined(producer: Producer) -> bool {
-    matches!(
-        producer,
-        Producer::ProxyJson | Producer::LogrusJson | Producer::AccessJson
-    )
-}
-
-/// Where in `full` ([`full_text`]) the rules' literals are looked for:
-/// literals are about messages and fields, and the span stack, often most
-/// of a debug line, need not be scanned for them.
-pub(super) fn literal_text<'t>(ev: &'t Event<'_>, full: &'t str) -> &'t str {
-    if ev.body.is_empty() || ev.continuation.is_some() {
-        full
-    } else {
-        ev.body
-    }
-}
-
-/// The text rules match for events whose line is not contiguous text.
-fn haystack(ev: &Event<'_>) -> String {
-    let mut s = String::with_capacity(ev.text.len());
-    joined_pieces(ev, |p| s.push_str(p));
-    s
-}
-
-/// The pieces, in order, that [`literal_text`] of the event's
-/// [`full_text`] is made of: text of the event and what joins it.
-pub(super) fn literal_pieces<'e>(ev: &'e Event<'_>, mut each: impl FnMut(&'e str)) {
-    if !ev.body.is_empty() && ev.continuation.is_none() {
-        each(ev.body);
-    } else if joined(ev.producer) || ev.continuation.is_some() {
-        joined_pieces(ev, each);
-    } else {
-        each(&ev.text);
-    }
-}
-
-/// The pieces of [`haystack`].
-fn joined_pieces<'e>(ev: &'e Event<'_>, mut each: impl FnMut(&'e str)) {
-    let mut any = false;
-    if let Some(m) = &ev.message {
-        each(m);
-        any = !m.is_empty();
-    }
-    for (k, v) in &ev.fields {
-        [" ", k, "=", v].into_iter().for_each(&mut each);
-        any = true;
-    }
-    if let Some(c) = &ev.continuation {
-        each("\n");
-        each(c);
-        any = true;
-    }
-    if !any {
-        each(&ev.text);
-    }
 }

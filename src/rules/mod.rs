@@ -12,6 +12,7 @@ mod expr;
 mod finding;
 mod fold;
 mod group;
+mod haystack;
 pub mod load;
 mod lookback;
 mod matching;

@@ -9,9 +9,9 @@
 //! shape's masked text could hold a literal with a digit (`status=431`),
 //! each line's digits are compared with the literal's.
 
-use super::correlation::{full_text, literal_pieces, literal_text};
 use super::fold::Folded;
 use super::group::tag_key;
+use super::haystack::{full_text, literal_pieces, literal_text};
 use super::lookback::ConnShape;
 use super::matching::{conditions_but_fields, Engine};
 use super::schema::Rule;
