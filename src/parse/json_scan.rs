@@ -1,5 +1,5 @@
 //! A JSON value read in one pass over its text, every object's members and
-//! every array's items as nodes with their raw text, as serde_json's
+//! every array's objects as nodes with their raw text, as serde_json's
 //! `RawValue` would hand them back. Reading a line's members first and then
 //! the objects a reader looks into (its `fields`, its spans, the objects a
 //! pipeline re-nested) read most of a line two or three times; one pass
