@@ -34,17 +34,50 @@ fn text<'a>(n: &Node<'a>) -> Str<'a> {
     }
 }
 
-/// The text of the member `key` of object `i`.
-fn get<'a>(t: &Tree<'a>, i: usize, key: &str) -> Option<Str<'a>> {
-    t.get(i, key).map(|j| text(t.node(j)))
+/// The line's own members that tell its producer and that a tracing line
+/// is read from, the first of each name, found in one pass over them.
+#[derive(Default)]
+struct Top {
+    fields: Option<usize>,
+    target: Option<usize>,
+    level: Option<usize>,
+    msg: Option<usize>,
+    method: Option<usize>,
+    client: Option<usize>,
+    thread: Option<usize>,
+    timestamp: Option<usize>,
+    spans: Option<usize>,
+}
+
+impl Top {
+    fn of(t: &Tree<'_>) -> Top {
+        let mut top = Top::default();
+        for j in t.inside(0) {
+            let slot = match t.node(j).key.as_ref() {
+                "fields" => &mut top.fields,
+                "target" => &mut top.target,
+                "level" => &mut top.level,
+                "msg" => &mut top.msg,
+                "method" => &mut top.method,
+                "client.addr" | "client" => &mut top.client,
+                "threadId" => &mut top.thread,
+                "timestamp" => &mut top.timestamp,
+                "spans" => &mut top.spans,
+                _ => continue,
+            };
+            slot.get_or_insert(j);
+        }
+        top
+    }
 }
 
 pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let t = object(s)?;
-    let has = |k: &str| t.get(0, k).is_some();
-    if has("fields") || (has("target") && has("level")) {
-        tracing_json(s, &t, ev);
-    } else if has("level") && has("msg") {
+    let top = Top::of(&t);
+    let has = |slot: Option<usize>| slot.is_some();
+    if has(top.fields) || (has(top.target) && has(top.level)) {
+        tracing_json(s, &t, &top, ev);
+    } else if has(top.level) && has(top.msg) {
         ev.reset(Producer::LogrusJson, s);
         flatten(&t, 0, &mut |k, v| match k.as_ref() {
             "level" => ev.level = Level::parse(&v),
@@ -52,7 +85,7 @@ pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
             "time" => ev.timestamp = Some(v),
             _ => ev.fields.push((k, v)),
         });
-    } else if has("method") && (has("client.addr") || has("client")) {
+    } else if has(top.method) && has(top.client) {
         ev.reset(Producer::AccessJson, s);
         flatten(&t, 0, &mut |k, v| {
             if k == "timestamp" {
@@ -121,9 +154,10 @@ fn thread_number(mut t: &str) -> &str {
     t.trim_end_matches(')')
 }
 
-fn tracing_json<'a>(s: &'a str, t: &Tree<'a>, ev: &mut Event<'a>) {
-    let target = get(t, 0, "target");
-    let is_policy = get(t, 0, "threadId").is_none()
+fn tracing_json<'a>(s: &'a str, t: &Tree<'a>, top: &Top, ev: &mut Event<'a>) {
+    let get = |slot: Option<usize>| slot.map(|j| text(t.node(j)));
+    let target = get(top.target);
+    let is_policy = top.thread.is_none()
         && target
             .as_deref()
             .is_some_and(|t| t.starts_with("linkerd_policy") || t.starts_with("kubert"));
@@ -134,24 +168,21 @@ fn tracing_json<'a>(s: &'a str, t: &Tree<'a>, ev: &mut Event<'a>) {
     };
     ev.reset(producer, s);
     ev.target = target;
-    ev.level = get(t, 0, "level").and_then(|l| Level::parse(&l));
-    if let Some(ts) = get(t, 0, "timestamp") {
+    ev.level = get(top.level).and_then(|l| Level::parse(&l));
+    if let Some(ts) = get(top.timestamp) {
         match uptime(&ts) {
             Some((u, _, _)) => ev.uptime = Some(u),
             None if ts.trim_matches('.').is_empty() => {}
             None => ev.timestamp = Some(ts),
         }
     }
-    if let Some(th) = get(t, 0, "threadId") {
+    if let Some(th) = get(top.thread) {
         ev.thread = Some(match th {
             Cow::Borrowed(th) => Cow::Borrowed(thread_number(th)),
             Cow::Owned(th) => Cow::Owned(thread_number(&th).to_string()),
         });
     }
-    if let Some(fields) = t
-        .get(0, "fields")
-        .filter(|&f| t.node(f).kind == Kind::Object)
-    {
+    if let Some(fields) = top.fields.filter(|&f| t.node(f).kind == Kind::Object) {
         flatten(t, fields, &mut |k, v| {
             if k == "message" {
                 ev.message = Some(v);
@@ -162,12 +193,15 @@ fn tracing_json<'a>(s: &'a str, t: &Tree<'a>, ev: &mut Event<'a>) {
     }
     // `span` (v2.124.2) repeats the last of `spans`: not read. What is not
     // an object is skipped.
-    let Some(spans) = t.get(0, "spans").filter(|&s| t.node(s).kind == Kind::Array) else {
+    let Some(spans) = top.spans.filter(|&s| t.node(s).kind == Kind::Array) else {
         return;
     };
     for o in t.inside(spans).filter(|&o| t.node(o).kind == Kind::Object) {
         let mut span = Span {
-            name: get(t, o, "name").unwrap_or_default(),
+            name: t
+                .get(o, "name")
+                .map(|j| text(t.node(j)))
+                .unwrap_or_default(),
             fields: SmallVec::new(),
         };
         flatten(t, o, &mut |k, v| {
@@ -225,5 +259,25 @@ mod tests {
         assert_eq!(ev.spans[0].fields.len(), 1);
         let key = format!("f.{}", ["a"; MAX_DEPTH].join("."));
         assert_eq!(ev.field(&key), Some(r#"{"a":1}"#));
+    }
+
+    /// Of a name given twice, the first member is read, as when each was
+    /// looked up alone.
+    #[test]
+    fn the_first_of_a_repeated_name_is_read() {
+        let ev = with(
+            parse,
+            r#"{"target":"a","level":"WARN","target":"b","fields":"x","fields":{"message":"m"}}"#,
+        )
+        .unwrap();
+        assert_eq!(ev.target.as_deref(), Some("a"));
+        assert_eq!(ev.message, None);
+        let ev = with(
+            parse,
+            r#"{"method":"GET","client":1,"client.addr":"10.0.0.1:1","timestamp":"t"}"#,
+        )
+        .unwrap();
+        assert_eq!(ev.producer, Producer::AccessJson);
+        assert_eq!(ev.field("client.addr"), Some("10.0.0.1:1"));
     }
 }
