@@ -74,10 +74,9 @@ impl Top {
 pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
     let t = object(s)?;
     let top = Top::of(&t);
-    let has = |slot: Option<usize>| slot.is_some();
-    if has(top.fields) || (has(top.target) && has(top.level)) {
+    if top.fields.is_some() || (top.target.is_some() && top.level.is_some()) {
         tracing_json(s, &t, &top, ev);
-    } else if has(top.level) && has(top.msg) {
+    } else if top.level.is_some() && top.msg.is_some() {
         ev.reset(Producer::LogrusJson, s);
         flatten(&t, 0, &mut |k, v| match k.as_ref() {
             "level" => ev.level = Level::parse(&v),
@@ -85,7 +84,7 @@ pub fn parse<'a>(s: &'a str, ev: &mut Event<'a>) -> Option<()> {
             "time" => ev.timestamp = Some(v),
             _ => ev.fields.push((k, v)),
         });
-    } else if has(top.method) && has(top.client) {
+    } else if top.method.is_some() && top.client.is_some() {
         ev.reset(Producer::AccessJson, s);
         flatten(&t, 0, &mut |k, v| {
             if k == "timestamp" {
