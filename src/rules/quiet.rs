@@ -121,9 +121,12 @@ pub(super) struct Masked {
 impl Masked {
     /// The text made of the `pieces` of `line` (and of what joins them).
     pub fn of<'p>(line: &str, pieces: impl FnOnce(&mut dyn FnMut(&'p str))) -> Masked {
+        // The pieces are mostly the line's, and a JSON line's are a dozen
+        // or more: grown a piece at a time, these were reallocated some six
+        // times a shape.
         let mut m = Masked {
-            text: Vec::new(),
-            pieces: Vec::new(),
+            text: Vec::with_capacity(line.len()),
+            pieces: Vec::with_capacity(16),
         };
         pieces(&mut |p: &str| {
             let start = offset_in(line, p).and_then(|s| u32::try_from(s).ok());
