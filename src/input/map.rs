@@ -145,10 +145,10 @@ impl Map {
 /// block still reads) stays in `unread`, to join the ranges on either side
 /// as those are given up. A page two blocks share is given back once both
 /// are done, in whichever order: given back by the one that held its first
-/// byte, it was mapped again when the other (a worker's block behind, in
-/// parse or summarize) read on, and stayed resident; at two threads that
-/// kept some 4 MiB a GiB (parse of a 4 GiB log peaked at 62 MiB, 45 at
-/// one thread). The file's last page goes with the mapping.
+/// byte, it was mapped again when the other read on, and stayed resident
+/// (parse's workers drop their blocks in any order: at two threads its
+/// file pages grew by some 4 MiB a GiB, and parse of a 4 GiB log peaked at
+/// 62 MiB). The file's last page goes with the mapping.
 fn whole_pages(unread: &mut Vec<(usize, usize)>, page: usize) -> Vec<(usize, usize)> {
     unread.sort_unstable();
     let mut runs: Vec<(usize, usize)> = Vec::new();
