@@ -8,8 +8,8 @@
 //!
 //! Chunks go to two accumulators in turn, even ones to the first and odd
 //! ones to the second: each step waits for a product of the step before
-//! on its accumulator, and with one accumulator a line's steps took twice
-//! the time their instructions need.
+//! on its accumulator, and with one accumulator that chain (8 cycles a
+//! chunk) was twice what the step's instructions need.
 
 /// The bytes hashed at a time: a chunk of the line, as four little-endian
 /// words, each pair of them stepped on its own (one vector lane each).
