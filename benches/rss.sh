@@ -7,9 +7,11 @@
 #
 # Shapes: empty (empty lines), clients (a distinct client per line), dests
 # (100k destinations x 100 endpoints), long (100 KB lines), zeros (one line
-# of zero bytes). Needs GNU time (/usr/bin/time -v) and a release build
-# (cargo build --release); LPA=path picks another binary. Inputs are
-# written to ${TMPDIR:-/tmp}/lpa-rss and removed at the end.
+# of zero bytes), shapes (2 KB lines, each of its own shape: the shape
+# caches full of masked text). SHAPES="clients shapes" runs only those.
+# Needs GNU time (/usr/bin/time -v) and a release build (cargo build
+# --release); LPA=path picks another binary. Inputs are written to
+# ${TMPDIR:-/tmp}/lpa-rss and removed at the end.
 set -eu
 
 LPA=${LPA:-$(dirname "$0")/../target/release/lpa}
@@ -36,6 +38,7 @@ gen() {
 	zeros) head -c "$2" /dev/zero ;;
 	clients) awk 'BEGIN { for (i = 0; ; i++) printf "[%10d.000000s]  WARN ThreadId(01) inbound:accept{client.addr=10.%d.%d.%d:%d}: linkerd_app_core::serve: Connection closed error=connection reset by peer\n", i / 1000, (i / 16777216) % 256, (i / 65536) % 256, (i / 256) % 256, 1024 + i % 60000 }' | head -c "$2" ;;
 	dests) awk 'BEGIN { for (i = 0; ; i++) { d = i % 100000; e = int(i / 100000) % 100; printf "[%10d.000000s]  WARN ThreadId(01) outbound:proxy{addr=10.96.%d.%d:80}:service{ns=ns%d name=svc%d port=80}:endpoint{addr=10.%d.%d.%d:8080}: linkerd_reconnect: Failed to connect error=connect timed out after 1s\n", i / 1000, d / 256 % 256, d % 256, d % 50, d, d / 256 % 256, d % 256, e } }' | head -c "$2" ;;
+	shapes) awk 'BEGIN { split("a b c d e f g h i j", l, " "); for (i = 0; ; i++) { s = sprintf("%d", i); w = ""; for (k = 1; k <= length(s); k++) w = w l[substr(s, k, 1) + 1]; t = w "x"; while (length(t) < 1900) t = t t; printf "[%10d.000000s]  INFO ThreadId(01) linkerd_app: %s\n", i / 1000, substr(t, 1, 1900) } }' | head -c "$2" ;;
 	long) awk 'BEGIN { s = "x"; while (length(s) < 100000) s = s s; s = substr(s, 1, 100000); for (i = 0; ; i++) printf "[%10d.000000s]  WARN ThreadId(01) linkerd_app: %s\n", i, s }' | head -c "$2" ;;
 	esac
 }
@@ -53,7 +56,7 @@ run() {
 printf '%-8s %6s  %-16s %10s %8s\n' shape size command "time" "peak MiB"
 for size in "$@"; do
 	n=$(bytes "$size")
-	for shape in empty clients dests long zeros; do
+	for shape in ${SHAPES:-empty clients dests long zeros shapes}; do
 		f="$DIR/$shape.log"
 		gen "$shape" "$n" >"$f"
 		run parse "$LPA" parse "$f"
