@@ -18,6 +18,10 @@ pub struct Map {
     /// Byte ranges no block reads any more, whose pages are given back
     /// together.
     unread: std::sync::Mutex<Vec<(usize, usize)>>,
+    /// Byte ranges of blocks kept only for a look-back to read (explain's
+    /// earlier blocks, 8 MiB of them): their pages are given back too, and
+    /// mapped again where a look-back reads them, which few lines do.
+    idle: std::sync::Mutex<Vec<(usize, usize)>>,
 }
 
 /// Bytes of pages given back at a time: each call stops every thread of
@@ -52,6 +56,7 @@ impl Map {
                 ptr,
                 len,
                 unread: std::sync::Mutex::default(),
+                idle: std::sync::Mutex::default(),
             })
         })
     }
@@ -76,6 +81,14 @@ pub enum Data {
 }
 
 impl Data {
+    /// The block is kept, but only for a look-back to read: a mapped one's
+    /// pages are given back (and mapped again where one is read).
+    pub fn idle(&self) {
+        if let Data::Mapped(s) = self {
+            s.map.give_back(&s.map.idle, s.start, s.end);
+        }
+    }
+
     /// The buffer, to read another block into.
     pub fn into_buffer(self) -> Option<Vec<u8>> {
         match self {
@@ -119,14 +132,20 @@ impl Drop for Span {
 impl Map {
     /// No block reads bytes `from..to` any more.
     fn unread(&self, from: usize, to: usize) {
-        let Ok(mut unread) = self.unread.lock() else {
+        self.give_back(&self.unread, from, to);
+    }
+
+    /// Adds bytes `from..to` to `ranges` (`unread` or `idle`), and gives
+    /// back the whole pages they cover once they add up to [`GIVE_BACK`].
+    fn give_back(&self, ranges: &std::sync::Mutex<Vec<(usize, usize)>>, from: usize, to: usize) {
+        let Ok(mut ranges) = ranges.lock() else {
             return;
         };
-        unread.push((from, to));
-        if unread.iter().map(|(f, t)| t - f).sum::<usize>() < GIVE_BACK {
+        ranges.push((from, to));
+        if ranges.iter().map(|(f, t)| t - f).sum::<usize>() < GIVE_BACK {
             return;
         }
-        for (from, to) in whole_pages(&mut unread, page_size()) {
+        for (from, to) in whole_pages(&mut ranges, page_size()) {
             // SAFETY: the pages are inside the mapping; a read-only file
             // mapping's pages read the same after MADV_DONTNEED.
             unsafe {
@@ -240,8 +259,59 @@ run lpa on a copy of it, or with --no-mmap\n";
 
 #[cfg(test)]
 mod tests {
-    use super::whole_pages;
+    use super::*;
     use proptest::prelude::*;
+
+    /// Bytes of the mapping at `at` that are resident, as the kernel
+    /// counts them for this process.
+    #[cfg(target_os = "linux")]
+    fn resident(at: usize) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let mut lines = smaps.lines();
+        while let Some(l) = lines.next() {
+            let start = l
+                .split('-')
+                .next()
+                .and_then(|s| usize::from_str_radix(s, 16).ok());
+            if start != Some(at) {
+                continue;
+            }
+            for l in lines.by_ref() {
+                if let Some(kb) = l.strip_prefix("Rss:") {
+                    let kb = kb.trim().trim_end_matches("kB").trim();
+                    return kb.parse::<usize>().expect("a size") << 10;
+                }
+            }
+        }
+        0
+    }
+
+    /// A block kept only for a look-back to read gives its pages back, and
+    /// reads the same when it is read again.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_idle_block_leaves_memory_and_reads_the_same() {
+        let path = std::env::temp_dir().join(format!("lpa-idle-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..2 * GIVE_BACK + 5000)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&path, &bytes).expect("a temporary file");
+        let file = File::open(&path).expect("the file");
+        std::fs::remove_file(&path).expect("removed");
+        let map = Map::of(&file, bytes.len() as u64).expect("mapped");
+        let cut = GIVE_BACK + 100;
+        let first = Data::Mapped(Span::new(Arc::clone(&map), 0, cut));
+        let second = Data::Mapped(Span::new(Arc::clone(&map), cut, bytes.len()));
+        assert!(*first == bytes[..cut] && *second == bytes[cut..]);
+        let at = map.ptr as usize;
+        let touched = resident(at);
+        assert!(touched >= 2 * GIVE_BACK, "{touched}");
+        first.idle();
+        let idle = resident(at);
+        assert!(idle + GIVE_BACK <= touched, "{idle} of {touched}");
+        assert!(*first == bytes[..cut]);
+        assert!(resident(at) > idle);
+    }
 
     proptest! {
         /// Blocks of any sizes, given up in any order: a page is given back

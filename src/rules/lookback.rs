@@ -26,7 +26,9 @@ const NONE: u64 = 0;
 const NIL: u32 = u32::MAX;
 /// Input bytes of earlier blocks looked back into: far more than a
 /// connection's lines are apart in a busy proxy's log, and what memory
-/// allows beside the blocks in flight.
+/// allows beside the blocks in flight. A mapped file's blocks give their
+/// pages back as they come here (explain of the mixed 1 GiB log peaked at
+/// 52 MiB with them resident, 45 without), and few lines look back.
 const HISTORY: usize = 8 << 20;
 /// Lines of earlier blocks looked back into: some 20 bytes are kept for
 /// each (its key, where it ends), so 8 MiB of short lines would hold far
@@ -389,6 +391,7 @@ impl History {
     fn push(&mut self, text: Arc<Text>, conns: BlockConns) {
         self.bytes += text.data.len();
         self.lines += text.ends.len();
+        text.data.idle();
         self.blocks.push_back((text, conns));
         while (self.bytes > HISTORY
             || self.lines > HISTORY_LINES
