@@ -8,7 +8,7 @@ pub use args::*;
 use out::Out;
 
 use crate::input::{self, Cut, Source};
-use crate::parse::template::Seen;
+use crate::parse::template::{self, Seen};
 use crate::parse::{Level, Record};
 use crate::pipeline::{self, Accumulator};
 use crate::report::explain::{self, Report};
@@ -174,6 +174,7 @@ pub fn analyze(
     engine: &Engine,
 ) -> Result<Report> {
     let mut total = engine.state();
+    template::share_more(opts.in_place && sources.iter().all(Source::mappable));
     pipeline::run(
         sources,
         opts,

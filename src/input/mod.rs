@@ -39,6 +39,12 @@ pub struct Source {
 }
 
 impl Source {
+    /// It is a plain file, which is mapped rather than read (unless
+    /// `--no-mmap`, or the mapping fails).
+    pub fn mappable(&self) -> bool {
+        self.plain_file
+    }
+
     pub fn from_reader(name: &str, reader: impl Read + Send + 'static) -> Source {
         Source {
             name: name.to_string(),

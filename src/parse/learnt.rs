@@ -36,6 +36,11 @@ impl<V> Generations<V> {
         }
     }
 
+    /// From now on at most `cap` entries and `bytes` a generation.
+    pub fn limit(&mut self, cap: usize, bytes: usize) {
+        (self.cap, self.bytes) = (cap, bytes);
+    }
+
     /// What the young generation holds for `id`: looked up for every line,
     /// so nothing moves.
     pub fn young(&self, id: u64) -> Option<&V> {
@@ -113,6 +118,12 @@ impl<V> Learnt<V> {
             maps: Mutex::new(Generations::new(cap, bytes)),
             weigh,
         }
+    }
+
+    /// From now on at most `cap` entries and `bytes` a generation.
+    pub fn limit(&self, cap: usize, bytes: usize) {
+        let mut maps = self.maps.lock().unwrap_or_else(|e| e.into_inner());
+        maps.limit(cap, bytes);
     }
 
     /// What some thread learnt for `id`, when it `fits`.
