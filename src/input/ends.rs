@@ -46,6 +46,14 @@ mod vector {
     /// that nothing it holds in vector registers is saved around one.
     const ROUND: usize = 16;
 
+    /// Bytes ahead of the chunk being read whose cache line is asked for:
+    /// this pass is the first to read a block, from memory, and the
+    /// processor's own prefetching stops at each 4 KiB page. Explain of the
+    /// 1 GiB gateway JSON log took 0.92 times the time asking 4 KiB ahead
+    /// (1 KiB: 0.96, 2 KiB: 0.93, 8 KiB: 0.92), of the mixed one 0.91;
+    /// summarize and parse 0.97.
+    const AHEAD: usize = 4096;
+
     /// The newlines of `hay`'s whole chunks, each read by `read` (which
     /// returns them as a bit mask, and keeps whether it saw a CR or an
     /// escape byte itself), as [`push_newlines`](super::push_newlines);
@@ -63,6 +71,12 @@ mod vector {
             out.reserve(n * CHUNK);
             let (dst, mut len) = (out.as_mut_ptr(), out.len());
             for _ in 0..n {
+                // SAFETY: a prefetch does not fault, wherever it points.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                        hay.as_ptr().wrapping_add(i + AHEAD).cast(),
+                    )
+                };
                 // SAFETY: the chunk from `i` is in `hay`.
                 let mut bits = read(unsafe { hay.as_ptr().add(i) });
                 while bits != 0 {
