@@ -155,8 +155,10 @@ fn process_lines<A: Accumulator>(
     let (mut pos, mut n) = (0, around.first_line);
     let mut ends = around.ends.iter();
     let mut fresh = None;
+    let mut asked = 0;
     while pos < block.len() {
         let end = ends.next().copied().unwrap_or(block.len());
+        asked = ask_ahead(block, asked.max(end + 1), end + 1 + LINES_AHEAD);
         let seen = if lean {
             template::seen_reading(&block[pos..end], &mut fresh)
         } else {
@@ -179,6 +181,30 @@ fn process_lines<A: Accumulator>(
     }
     tok.flush(&mut |r| emit(&mut acc, r));
     acc
+}
+
+/// Bytes after a line asked for as it is read, so that the next lines
+/// wait for none of theirs: the block was read from memory a while ago
+/// (its line ends found), and its bytes have left the nearest cache since.
+/// Explain of the 1 GiB gateway and mixed JSON logs took 0.96-0.97 times
+/// the time, summarize and parse 0.98.
+const LINES_AHEAD: usize = 1024;
+
+/// Asks for the cache lines of `block` from `from` to `to` (which may
+/// pass its end); returns `to`.
+fn ask_ahead(block: &[u8], from: usize, to: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    for at in (from..to).step_by(64) {
+        // SAFETY: a prefetch does not fault, wherever it points.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                block.as_ptr().wrapping_add(at).cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (block, from);
+    to
 }
 
 /// One block of whole lines, with what it needs to be processed alone.
