@@ -193,17 +193,9 @@ const LINES_AHEAD: usize = 1024;
 /// Asks for the cache lines of `block` from `from` to `to` (which may
 /// pass its end); returns `to`.
 fn ask_ahead(block: &[u8], from: usize, to: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
     for at in (from..to).step_by(64) {
-        // SAFETY: a prefetch does not fault, wherever it points.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                block.as_ptr().wrapping_add(at).cast(),
-            )
-        };
+        input::ends::prefetch(block.as_ptr().wrapping_add(at));
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (block, from);
     to
 }
 

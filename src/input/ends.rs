@@ -14,6 +14,18 @@ pub struct Found {
     pub esc: bool,
 }
 
+/// Asks the processor for the cache line at `p`, to be read soon.
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    // SAFETY: a prefetch does not fault, wherever it points.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Appends to `out` where each `\n` of `hay` is, plus `base`.
 pub fn push_newlines(hay: &[u8], base: usize, out: &mut Vec<usize>) -> Found {
     #[cfg(target_arch = "x86_64")]
@@ -71,12 +83,7 @@ mod vector {
             out.reserve(n * CHUNK);
             let (dst, mut len) = (out.as_mut_ptr(), out.len());
             for _ in 0..n {
-                // SAFETY: a prefetch does not fault, wherever it points.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                        hay.as_ptr().wrapping_add(i + AHEAD).cast(),
-                    )
-                };
+                super::prefetch(hay.as_ptr().wrapping_add(i + AHEAD));
                 // SAFETY: the chunk from `i` is in `hay`.
                 let mut bits = read(unsafe { hay.as_ptr().add(i) });
                 while bits != 0 {

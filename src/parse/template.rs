@@ -56,8 +56,9 @@ const SHARED_BYTES: usize = 2 * GENERATION_BYTES;
 /// the mixed 1 GiB JSON log's 16 600 shapes of some 500 bytes, which
 /// generations of 7 168 and 4 MiB held a share of (20 300 shapes read,
 /// the rest again after they were dropped, and their facts found again),
-/// fit; explain of it takes 0.93-0.95 times the time. A log of 2 KB lines
-/// each its own shape fills them: its peak grows by those 8 MiB.
+/// fit; explain of it takes 0.95-0.97 times the time. A log of 2 KB lines
+/// each its own shape fills them: its peak grows by some 11 MiB (45 to
+/// 56).
 const SHARED_MORE: (usize, usize) = (12288, 8 << 20);
 
 /// Lets the threads share [`SHARED_MORE`] shapes, or the usual number.
