@@ -9,7 +9,8 @@
 #
 #   SIZE    generated log size: 64M, 1G, 4G, ...
 #   ROUNDS  rounds; every command runs once per round, in turn
-#   MIX     the generator's scenario: gateway, healthy or mixed
+#   MIX     the generator's scenario: gateway, healthy or mixed (the goals table at
+#           the end holds the gateway mix to issue 17's bounds, the others to 20 % more)
 #
 # Commands timed (stdout to /dev/null), each when available:
 #   plain log:  wc -l · rg -c -F -f LITERALS (the rules' literals) · rg -c -i -F -f LITERALS
@@ -70,10 +71,10 @@ generate json "$JSON"
 LITS="$BENCH_DIR/literals.txt"
 "$LITERALS" > "$LITS"
 
-exec python3 - "$ROUNDS" "$PLAIN" "$JSON" "$LPA" "$LITS" << 'PY'
+exec python3 - "$ROUNDS" "$PLAIN" "$JSON" "$LPA" "$LITS" "$MIX" << 'PY'
 import os, shutil, statistics, subprocess, sys, time
 
-rounds, plain, json_log, lpa, lits = sys.argv[1:]
+rounds, plain, json_log, lpa, lits, mix = sys.argv[1:]
 rounds = int(rounds)
 threads = os.cpu_count() or 1
 
@@ -172,7 +173,9 @@ if pairs:
     for a, b in pairs:
         print(f"| {a} | {b} | {ratio(a, b):.2f} |")
 
-# The throughput goals (issue 17), each a ratio to a baseline in this run.
+# The throughput goals (issue 17), each a ratio to a baseline in this run: set
+# for the gateway mix, and 20 % looser for the healthy and mixed ones.
+slack = 1.0 if mix == "gateway" else 1.2
 goals = [
     (f"lpa explain -j{threads}", "wc -l", 5.0),
     (f"lpa summarize -j{threads}", "wc -l", 8.0),
@@ -181,9 +184,10 @@ goals = [
     ("lpa summarize (json)", "hl -P (json)", 0.5),
 ]
 print()
-print("| goal | measured | met |")
+print(f"| goal ({mix} mix) | measured | met |")
 print("|---|---|---|")
 for a, b, bound in goals:
+    bound *= slack
     if a in times and b in times:
         r = ratio(a, b)
         print(f"| {a} ≤ {bound:g} × {b} | {r:.2f} | {'yes' if r <= bound else 'no'} |")
